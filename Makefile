@@ -1,0 +1,45 @@
+# The two commands the README promises: `make demo` and `make test` do all set-up on a fresh machine.
+PYTHON ?= python3
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+
+.DEFAULT_GOAL := check
+.PHONY: check demo test lint fmt golden parity clean
+
+$(STAMP): pyproject.toml
+	@command -v kubectl >/dev/null 2>&1 || command -v kustomize >/dev/null 2>&1 || \
+	  { echo "error: need kubectl (for 'kubectl kustomize') or kustomize on PATH" >&2; exit 3; }
+	@command -v git >/dev/null 2>&1 || { echo "error: need git on PATH" >&2; exit 3; }
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/python testdata/make_repo.py testdata/incident/repo-src $(VENV)/demo-repo
+	-$(BIN)/kubectl-gitdrift guestbook --snapshot testdata/incident/snapshot.yaml --repo-root $(VENV)/demo-repo
+
+test: $(STAMP)
+	$(BIN)/python -m pytest -q
+
+lint: $(STAMP)
+	$(BIN)/ruff check kubectl_gitdrift plugins tests bench testdata
+	$(BIN)/ruff format --check kubectl_gitdrift plugins tests bench testdata
+	$(BIN)/mypy
+	$(BIN)/lint-imports
+
+check: test lint
+
+fmt: $(STAMP)
+	$(BIN)/ruff format kubectl_gitdrift plugins tests bench testdata
+	$(BIN)/ruff check --fix kubectl_gitdrift plugins tests bench testdata
+
+golden: $(STAMP)
+	$(BIN)/python -m pytest -q tests/test_scenarios.py --update-golden
+
+parity: $(STAMP)
+	$(BIN)/python ../shared/argocd-parity/check --cli $(BIN)/kubectl-gitdrift
+
+clean:
+	rm -rf $(VENV) build dist *.egg-info

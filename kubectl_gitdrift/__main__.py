@@ -1,0 +1,5 @@
+"""`python -m kubectl_gitdrift`."""
+
+from kubectl_gitdrift.cli import run
+
+run()

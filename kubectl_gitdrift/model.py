@@ -1,0 +1,413 @@
+"""Values that flow through a run: object identity, manifests, changes, drifts, findings, reports.
+
+Frozen, slotted dataclasses and str/int enums only; this module imports nothing from the package.
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, TypeAlias
+
+Body: TypeAlias = Mapping[str, Any]
+"""A raw Kubernetes object as a plain mapping (never a kr8s object)."""
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class ListKey:
+    """Selects an item of a merge-keyed list by its key fields, e.g. containers[name=app]."""
+
+    fields: tuple[tuple[str, Any], ...]
+
+    def display(self) -> str:
+        return "[" + ",".join(f"{k}={_scalar(v)}" for k, v in self.fields) + "]"
+
+    def matches(self, item: Any) -> bool:
+        return isinstance(item, Mapping) and all(item.get(k) == v for k, v in self.fields)
+
+    def __hash__(self) -> int:
+        return hash(tuple((k, json.dumps(v, sort_keys=True)) for k, v in self.fields))
+
+
+PathElem: TypeAlias = str | int | ListKey
+FieldPath: TypeAlias = tuple[PathElem, ...]
+"""A field inside an object: map keys (str), list indexes (int), merge-keyed items (ListKey)."""
+
+
+def _scalar(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value)
+
+
+_PLAIN = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-")
+
+
+def display_path(path: FieldPath) -> str:
+    """`spec.template.spec.containers[name=app].image`, `metadata.annotations["a.b/c"]`."""
+    out = ""
+    for elem in path:
+        if isinstance(elem, ListKey):
+            out += elem.display()
+        elif isinstance(elem, int):
+            out += f"[{elem}]"
+        elif elem and set(elem) <= _PLAIN:
+            out += ("." if out else "") + elem
+        else:
+            out += "[" + json.dumps(elem) + "]"
+    return out
+
+
+def pointer(path: FieldPath, body: Any) -> str:
+    """RFC 6901 pointer for `path`, resolving merge keys against `body` (live or desired)."""
+    parts: list[str] = []
+    node = body
+    for elem in path:
+        if isinstance(elem, ListKey):
+            index = None
+            if isinstance(node, list):
+                index = next((i for i, item in enumerate(node) if elem.matches(item)), None)
+            if index is None:  # item absent on this side: "-" appends, as in JSON Patch
+                parts.append("-")
+                node = None
+                continue
+            parts.append(str(index))
+            node = node[index]
+        else:
+            parts.append(str(elem).replace("~", "~0").replace("/", "~1"))
+            if isinstance(elem, int):
+                node = node[elem] if isinstance(node, list) and elem < len(node) else None
+            else:
+                node = node.get(elem) if isinstance(node, Mapping) else None
+    return "".join("/" + p for p in parts)
+
+
+def lookup(body: Any, path: FieldPath) -> tuple[bool, Any]:
+    """(found, value) at `path` in `body`."""
+    node = body
+    for elem in path:
+        if isinstance(elem, ListKey):
+            if not isinstance(node, list):
+                return False, None
+            match = [item for item in node if elem.matches(item)]
+            if not match:
+                return False, None
+            node = match[0]
+        elif isinstance(elem, int):
+            if not isinstance(node, list) or elem >= len(node):
+                return False, None
+            node = node[elem]
+        else:
+            if not isinstance(node, Mapping) or elem not in node:
+                return False, None
+            node = node[elem]
+    return True, node
+
+
+# --------------------------------------------------------------------------- identity
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class ObjectKey:
+    """Identity of an object across git and cluster. The API *version* is left out on purpose:
+    apps/v1 in git and the version served live are the same object."""
+
+    group: str  # "" for the core group
+    kind: str
+    namespace: str  # "" for cluster-scoped objects
+    name: str
+
+    @classmethod
+    def of(cls, body: Body) -> ObjectKey:
+        api_version = str(body.get("apiVersion") or "")
+        metadata = body.get("metadata") or {}
+        return cls(
+            group=api_version.rpartition("/")[0],
+            kind=str(body.get("kind") or ""),
+            namespace=str(metadata.get("namespace") or ""),
+            name=str(metadata.get("name") or ""),
+        )
+
+    @property
+    def group_kind(self) -> str:
+        return f"{self.group}/{self.kind}"
+
+    def display(self) -> str:
+        """Argo CD's form: `apps/Deployment prod/guestbook`, `/Service prod/web`, `rbac.../ClusterRole /x`."""
+        return f"{self.group}/{self.kind} {self.namespace}/{self.name}"
+
+    def short(self) -> str:
+        """kubectl's form: `deployment.apps/guestbook`."""
+        kind = self.kind.lower() + (f".{self.group}" if self.group else "")
+        return f"{kind}/{self.name}"
+
+
+@dataclass(frozen=True, slots=True)
+class Manifest:
+    """One object from either side, with where it came from (a source file, or None for live)."""
+
+    key: ObjectKey
+    body: Body
+    origin: str | None = None
+
+
+# --------------------------------------------------------------------------- Argo CD Application
+
+
+class TrackingMethod(str, enum.Enum):
+    ANNOTATION = "annotation"
+    LABEL = "label"
+    ANNOTATION_AND_LABEL = "annotation+label"
+
+
+@dataclass(frozen=True, slots=True)
+class IgnoreRule:
+    """One ignoreDifferences entry, from the Application, argocd-cm or a plugin."""
+
+    group: str  # glob
+    kind: str  # glob
+    name: str = ""
+    namespace: str = ""
+    json_pointers: tuple[str, ...] = ()
+    jq_paths: tuple[str, ...] = ()
+    managers: tuple[str, ...] = ()
+    origin: str = "application"  # "application", "argocd-cm", "builtin", or a plugin name
+    rule_id: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """What argocd-cm says about comparison and tracking (Argo CD's defaults when absent)."""
+
+    tracking_method: TrackingMethod = TrackingMethod.ANNOTATION
+    instance_label_key: str = "app.kubernetes.io/instance"
+    installation_id: str = ""
+    ignore_rules: tuple[IgnoreRule, ...] = ()
+    ignore_aggregated_roles: bool = False
+    ignore_status: str = "all"  # all | crd | none
+    reconciliation_timeout: str = "120s"
+    from_configmap: bool = False
+    controller_namespace: str = "argocd"
+
+
+@dataclass(frozen=True, slots=True)
+class AppSource:
+    repo_url: str
+    path: str = ""
+    target_revision: str = ""
+    chart: str = ""
+    ref: str = ""
+    name: str = ""
+    kind: str = ""  # explicit type: helm | kustomize | directory | plugin; "" = detect
+    options: Body = field(default_factory=dict)  # the raw helm/kustomize/directory/plugin block
+
+
+@dataclass(frozen=True, slots=True)
+class SyncPolicy:
+    automated: bool = False
+    prune: bool = False
+    self_heal: bool = False
+    allow_empty: bool = False
+    sync_options: tuple[str, ...] = ()
+
+    def has_option(self, option: str) -> bool:
+        return option in self.sync_options
+
+
+@dataclass(frozen=True, slots=True)
+class HistoryEntry:
+    id: int
+    revision: str
+    deployed_at: str
+    initiated_by: str = ""
+    automated: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class OperationState:
+    phase: str  # Running | Failed | Error | Succeeded | Terminating
+    message: str = ""
+    revision: str = ""
+    started_at: str = ""
+    finished_at: str = ""
+    automated: bool = False
+    auto_heal_attempts: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class Application:
+    name: str
+    namespace: str
+    project: str
+    sources: tuple[AppSource, ...]
+    dest_server: str
+    dest_name: str
+    dest_namespace: str
+    sync_policy: SyncPolicy
+    ignore_rules: tuple[IgnoreRule, ...]
+    sync_status: str  # as recorded by Argo CD: Synced | OutOfSync | Unknown | ""
+    revisions: tuple[str, ...]  # status.sync.revision(s): what Argo CD last compared against
+    history: tuple[HistoryEntry, ...]
+    operation: OperationState | None
+    annotations: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def qualified_name(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+    @property
+    def last_sync(self) -> HistoryEntry | None:
+        return self.history[-1] if self.history else None
+
+
+# --------------------------------------------------------------------------- diff results
+
+
+class Op(str, enum.Enum):
+    ADD = "add"  # git sets it, live lacks it
+    CHANGE = "change"  # both have it, values differ
+    REMOVE = "remove"  # live has it, applying git would delete it
+
+
+@dataclass(frozen=True, slots=True)
+class Owner:
+    """The managedFields entry that owns a live field."""
+
+    manager: str
+    operation: str
+    subresource: str = ""
+    time: str | None = None
+    api_version: str = ""
+
+    @property
+    def is_argocd(self) -> bool:
+        return self.manager in ARGOCD_MANAGERS
+
+
+ARGOCD_MANAGERS = frozenset({"argocd-controller", "argocd-application-controller", "argocd"})
+
+
+@dataclass(frozen=True, slots=True)
+class Change:
+    """One field that differs: what git (after apply) would make it, and what it is live."""
+
+    op: Op
+    path: FieldPath
+    desired: Any
+    live: Any
+    owner: Owner | None = None
+    secret: bool = False  # values are masked tokens, never the real values
+
+
+@dataclass(frozen=True, slots=True)
+class Suppressed:
+    """A difference that a rule hid from the verdict, and the rule that hid it."""
+
+    change: Change
+    rule: str  # e.g. "application ignoreDifferences[0] jsonPointers /spec/replicas"
+    plugin: str
+
+
+class ResourceStatus(str, enum.Enum):
+    SYNCED = "Synced"
+    OUT_OF_SYNC = "OutOfSync"
+    MISSING = "Missing"  # in git, not live
+    EXTRANEOUS = "Extraneous"  # tracked live, not in git
+    UNKNOWN = "Unknown"  # could not be read or compared
+    NONE = ""  # hooks, skipped objects: no sync status, as in Argo CD
+
+
+class SyncStatus(str, enum.Enum):
+    SYNCED = "Synced"
+    OUT_OF_SYNC = "OutOfSync"
+    UNKNOWN = "Unknown"
+
+
+@dataclass(frozen=True, slots=True)
+class Drift:
+    """The comparison of one object."""
+
+    key: ObjectKey
+    status: ResourceStatus
+    changes: tuple[Change, ...] = ()
+    suppressed: tuple[Suppressed, ...] = ()
+    origin: str | None = None  # the source file that defines the object
+    desired: Body | None = None  # normalized desired (None when missing from git)
+    live: Body | None = None  # raw live object (None when missing live)
+    predicted: Body | None = None  # live after applying git, normalized
+    normalized_live: Body | None = None
+    reason: str = ""  # why Unknown / why no status
+    counts: bool = True  # counts toward the app's sync status (IgnoreExtraneous, hooks: False)
+
+
+class Severity(enum.IntEnum):
+    INFO = 10
+    WARNING = 20
+    ERROR = 30
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """A conclusion a diagnosis rule drew, with the evidence behind it."""
+
+    code: str  # stable, e.g. "manual-drift"
+    severity: Severity
+    message: str  # one sentence: what is wrong
+    key: ObjectKey | None = None
+    path: FieldPath | None = None
+    evidence: Mapping[str, Any] = field(default_factory=dict)
+    hint: str | None = None  # what to do about it
+    rule: str = ""  # rule id, e.g. "builtin/manual-drift"
+    plugin: str = ""
+
+    def sort_key(self) -> tuple[Any, ...]:
+        return (
+            self.key or ObjectKey("", "", "", ""),
+            -int(self.severity),
+            self.code,
+            display_path(self.path or ()),
+        )
+
+
+class RemedyKind(str, enum.Enum):
+    ADOPT = "adopt"  # make git say what the cluster says
+    REVERT = "revert"  # make the cluster say what git says
+    PREVENT = "prevent"  # keep it from happening again
+    VERIFY = "verify"  # prove the fix worked
+
+
+@dataclass(frozen=True, slots=True)
+class Remedy:
+    kind: RemedyKind
+    title: str
+    steps: tuple[str, ...] = ()  # prose steps
+    commands: tuple[str, ...] = ()  # exact shell commands
+    file: str | None = None  # for adopt: the source file to edit
+    line: int | None = None
+    snippet: str | None = None  # YAML/patch to apply
+    rule: str = ""
+    plugin: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class AppReport:
+    name: str
+    namespace: str
+    sync_status: SyncStatus
+    argocd_sync_status: str
+    revision: str
+    source: str  # "repo path@revision" for display
+    resources: tuple[Drift, ...]
+    findings: tuple[Finding, ...]
+    remedies: tuple[Remedy, ...]
+    notes: tuple[str, ...] = ()  # caveats about the inputs ("snapshot has no managedFields")
+
+
+@dataclass(frozen=True, slots=True)
+class Report:
+    applications: tuple[AppReport, ...]
+    mode: str  # "offline" | "live"
+
+    @property
+    def drifted(self) -> bool:
+        return any(a.sync_status is not SyncStatus.SYNCED for a in self.applications)
