@@ -1,0 +1,246 @@
+"""Read a local clone with git: resolve revisions, export a tree, find the commit behind a file.
+
+Never touches the user's working tree, index or refs. git runs with hooks off, no pager, no
+prompts, `LC_ALL=C` and a timeout; the tree is exported from objects (`ls-tree` + `cat-file`), so
+`.gitattributes` filters and `export-ignore` do not change what is rendered.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import stat
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from typing import IO
+
+from kubectl_gitdrift.errors import SourceError
+
+GIT_TIMEOUT = 120.0
+"""Seconds any one git command may run."""
+
+_HEX = re.compile(r"[0-9a-f]{7,64}")
+_SCRUBBED_ENV = (
+    "GIT_DIR",
+    "GIT_WORK_TREE",
+    "GIT_INDEX_FILE",
+    "GIT_OBJECT_DIRECTORY",
+    "GIT_ALTERNATE_OBJECT_DIRECTORIES",
+    "GIT_COMMON_DIR",
+    "GIT_NAMESPACE",
+    "GIT_PREFIX",
+    "GIT_CEILING_DIRECTORIES",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class CommitInfo:
+    sha: str
+    author: str  # "Name <email>"
+    date: str  # ISO 8601, author date
+    subject: str
+
+
+def run_git(
+    repo_root: Path, *args: str, timeout: float = GIT_TIMEOUT, check: bool = True
+) -> subprocess.CompletedProcess[bytes]:
+    """Run `git -C repo_root args…` safely; a failure (when `check`) is a SourceError."""
+    env = {k: v for k, v in os.environ.items() if k not in _SCRUBBED_ENV}
+    env.update(LC_ALL="C", GIT_PAGER="cat", PAGER="cat", GIT_TERMINAL_PROMPT="0")
+    cmd = [
+        "git",
+        "-C",
+        str(repo_root),
+        "-c",
+        "core.hooksPath=/dev/null",
+        "-c",
+        "core.fsmonitor=false",
+        "--no-pager",
+        "--literal-pathspecs",
+        *args,
+    ]
+    try:
+        proc = subprocess.run(
+            cmd,
+            capture_output=True,
+            env=env,
+            timeout=timeout,
+            check=False,
+            stdin=subprocess.DEVNULL,
+        )
+    except FileNotFoundError:
+        raise SourceError(
+            "git is not installed (needed to read --repo-root)", hint="install git, or use --local"
+        ) from None
+    except subprocess.TimeoutExpired:
+        raise SourceError(f"git {args[0]} in {repo_root} timed out after {timeout:g}s") from None
+    if check and proc.returncode != 0:
+        raise SourceError(f"git {args[0]} in {repo_root} failed: {_last_line(proc.stderr)}")
+    return proc
+
+
+def toplevel(repo_root: Path) -> Path:
+    """The top of the work tree holding `repo_root` (SourceError when it is not a git repo)."""
+    if not repo_root.is_dir():
+        raise SourceError(f"--repo-root {repo_root}: no such directory")
+    proc = run_git(repo_root, "rev-parse", "--show-toplevel", check=False)
+    if proc.returncode != 0:
+        raise SourceError(
+            f"--repo-root {repo_root}: not a git repository ({_last_line(proc.stderr)})",
+            hint="pass --repo-root pointing at a clone of the Application's repoURL",
+        )
+    return Path(proc.stdout.decode("utf-8", "replace").strip())
+
+
+def resolve_revision(repo_root: Path, rev: str, *, prefer_remote: bool = False) -> str:
+    """The full commit sha `rev` (HEAD, branch, tag, full or short sha) names in `repo_root`.
+
+    `prefer_remote` looks up `origin/<rev>` before a local branch of that name (and `origin/HEAD`
+    for HEAD), which is what Argo CD sees for a targetRevision (a local branch may be behind or
+    ahead of the remote one).
+    """
+    top = toplevel(repo_root)
+    rev = rev.strip() or "HEAD"
+    if rev.startswith("-") or any(c in rev for c in "\0\n"):
+        raise SourceError(f"revision {rev!r} is not a valid git revision")
+    candidates = [rev]
+    if prefer_remote and not rev.startswith("refs/") and not _HEX.fullmatch(rev):
+        candidates.insert(0, f"refs/remotes/origin/{rev}")
+    for candidate in candidates:
+        proc = run_git(
+            top,
+            "rev-parse",
+            "--verify",
+            "--quiet",
+            f"{candidate}^{{commit}}",
+            check=False,
+        )
+        if proc.returncode == 0:
+            return proc.stdout.decode("ascii").strip()
+    raise SourceError(
+        f"revision {rev} is not in {repo_root}", hint=f"run: git -C {repo_root} fetch origin {rev}"
+    )
+
+
+def tree_id(repo_root: Path, sha: str) -> str:
+    """The tree object id of commit `sha`."""
+    proc = run_git(repo_root, "rev-parse", "--verify", f"{sha}^{{tree}}")
+    return proc.stdout.decode("ascii").strip()
+
+
+def export_tree(repo_root: Path, rev: str, dest: Path) -> str:
+    """Write the files of `rev` into `dest` (created; must be empty) and return the tree id.
+
+    Reads git objects only: the user's working tree and index are untouched. Submodules are left
+    out; a symlink that points outside the tree is refused (as Argo CD's repo-server does).
+    """
+    top = toplevel(repo_root)
+    sha = resolve_revision(top, rev)
+    tree = tree_id(top, sha)
+    dest.mkdir(parents=True, exist_ok=True)
+    if any(dest.iterdir()):
+        raise SourceError(f"cannot export {rev} into {dest}: the directory is not empty")
+
+    listing = run_git(top, "ls-tree", "-r", "-z", "--full-tree", tree).stdout
+    entries: list[tuple[int, str, PurePosixPath]] = []
+    for record in listing.split(b"\0"):
+        if not record:
+            continue
+        meta, _, raw_path = record.partition(b"\t")
+        mode_text, kind, obj = meta.decode("ascii").split(" ")
+        if kind != "blob":  # "commit" = submodule
+            continue
+        path = _safe_path(raw_path.decode("utf-8", "surrogateescape"), rev)
+        entries.append((int(mode_text, 8), obj, path))
+
+    with (
+        tempfile.TemporaryFile(dir=dest.parent) as request,
+        tempfile.TemporaryFile(dir=dest.parent) as response,
+    ):
+        request.write(b"".join(obj.encode("ascii") + b"\n" for _, obj, _ in entries))
+        request.seek(0)
+        _cat_file(top, request, response)
+        response.seek(0)
+        for mode, obj, path in entries:
+            header = response.readline().split()
+            if len(header) != 3 or header[0].decode("ascii") != obj:
+                raise SourceError(f"git cat-file gave unexpected output for {path} at {rev}")
+            data = response.read(int(header[2]))
+            response.read(1)  # the newline after each object
+            _write_entry(dest, path, mode, data, rev)
+    return tree
+
+
+def last_commit_touching(repo_root: Path, rev: str, path: str) -> CommitInfo | None:
+    """The newest commit reachable from `rev` that changed `path` (a repo-relative file or dir)."""
+    top = toplevel(repo_root)
+    sha = resolve_revision(top, rev)
+    proc = run_git(
+        top,
+        "log",
+        "-1",
+        "--no-show-signature",
+        "--format=%H%x00%an <%ae>%x00%aI%x00%s",
+        sha,
+        "--",
+        path or ".",
+    )
+    out = proc.stdout.decode("utf-8", "replace").strip()
+    if not out:
+        return None
+    commit, author, date, subject = [*out.split("\0"), "", "", ""][:4]
+    return CommitInfo(sha=commit, author=author, date=date, subject=subject)
+
+
+# --------------------------------------------------------------------------- internals
+
+
+def _cat_file(top: Path, request: IO[bytes], response: IO[bytes]) -> None:
+    env = {k: v for k, v in os.environ.items() if k not in _SCRUBBED_ENV}
+    env.update(LC_ALL="C", GIT_PAGER="cat")
+    try:
+        proc = subprocess.run(
+            ["git", "-C", str(top), "-c", "core.hooksPath=/dev/null", "cat-file", "--batch"],
+            stdin=request,
+            stdout=response,
+            stderr=subprocess.PIPE,
+            env=env,
+            timeout=GIT_TIMEOUT,
+            check=False,
+        )
+    except subprocess.TimeoutExpired:
+        raise SourceError(f"git cat-file in {top} timed out after {GIT_TIMEOUT:g}s") from None
+    if proc.returncode != 0:
+        raise SourceError(f"git cat-file in {top} failed: {_last_line(proc.stderr)}")
+
+
+def _safe_path(text: str, rev: str) -> PurePosixPath:
+    path = PurePosixPath(text)
+    if path.is_absolute() or any(part in ("", ".", "..", ".git") for part in path.parts):
+        raise SourceError(f"refusing to export {text!r} from {rev}: unsafe path in the tree")
+    return path
+
+
+def _write_entry(dest: Path, path: PurePosixPath, mode: int, data: bytes, rev: str) -> None:
+    target = dest.joinpath(*path.parts)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    if stat.S_ISLNK(mode):
+        link = data.decode("utf-8", "surrogateescape")
+        resolved = Path(os.path.normpath(target.parent / link))
+        if Path(link).is_absolute() or not resolved.is_relative_to(dest):
+            raise SourceError(
+                f"{path}: symlink to {link!r} points outside the repository at {rev}",
+                hint="Argo CD refuses such repositories too; make the link relative and inside",
+            )
+        target.symlink_to(link)
+        return
+    target.write_bytes(data)
+    if mode & 0o111:
+        target.chmod(0o755)
+
+
+def _last_line(stderr: bytes) -> str:
+    lines = [ln.strip() for ln in stderr.decode("utf-8", "replace").splitlines() if ln.strip()]
+    return lines[-1] if lines else "no error output"

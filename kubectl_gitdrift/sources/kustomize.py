@@ -1,0 +1,416 @@
+"""Build a kustomization the way Argo CD's repo-server does.
+
+Argo CD applies the Application's `spec.source.kustomize` options with `kustomize edit …` before
+`kustomize build` (argocd-semantics.md §4.1). Here the same edits are made in Python, on a private
+copy of the tree (the user's files are never written), then `kustomize build` (or `kubectl
+kustomize`) runs with exec/alpha plugins off. `buildMetadata: [originAnnotations]` is added so each
+object says which file defined it; that becomes `Manifest.origin` and the annotation is removed
+again (unless the kustomization asked for it itself, in which case Argo CD applies it too).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import posixpath
+import re
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from kubectl_gitdrift import yamlio
+from kubectl_gitdrift.errors import SourceError
+from kubectl_gitdrift.model import Manifest, ObjectKey
+
+KUSTOMIZATION_FILES = ("kustomization.yaml", "kustomization.yml", "Kustomization")
+KUSTOMIZE_TIMEOUT = 120.0
+"""Seconds one `kustomize build` may run."""
+
+ORIGIN_ANNOTATION = "config.kubernetes.io/origin"
+_INTERNAL_PREFIX = "internal.config.kubernetes.io/"
+_FORBIDDEN_FLAGS = ("--enable-alpha-plugins", "--enable-exec", "--enable-star", "--mount")
+_IMAGE_TAG = re.compile(r"^(.*):([a-zA-Z0-9._-]*|\*)$")
+
+
+def find_kustomization(directory: Path) -> Path | None:
+    """The kustomization file in `directory`, if any (kustomize's own lookup order)."""
+    for name in KUSTOMIZATION_FILES:
+        candidate = directory / name
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def build(
+    tree: Path,
+    app_path: str,
+    options: Mapping[str, Any] | None = None,
+    *,
+    workdir: Path,
+    env: Mapping[str, str] | None = None,
+    build_options: Sequence[str] = (),
+) -> list[Manifest]:
+    """Render the kustomization at `tree/app_path` with the Application's kustomize `options`.
+
+    `tree` is only read: the build runs on a copy inside `workdir`. `env` is Argo CD's build
+    environment (ARGOCD_APP_NAME, …) used to substitute `$VAR` in images and labels.
+    `build_options` are extra flags (argocd-cm `kustomize.buildOptions`); plugin flags are refused.
+    """
+    display = app_path.strip("/") or "."
+    for flag in build_options:
+        if flag.split("=", 1)[0] in _FORBIDDEN_FLAGS:
+            raise SourceError(
+                f"kustomize build option {flag} is not allowed: gitdrift never runs plugins"
+            )
+    workdir.mkdir(parents=True, exist_ok=True)
+    copy = Path(tempfile.mkdtemp(prefix="kustomize-", dir=workdir))
+    try:
+        _copy_tree(tree, copy / "tree")
+        root = copy / "tree"
+        kdir = root / app_path if display != "." else root
+        kfile = find_kustomization(kdir)
+        if kfile is None:
+            raise SourceError(f"{display}: no kustomization.yaml in the source path")
+        rel_kfile = _rel(kfile, root)
+        docs = yamlio.load_documents(kfile.read_bytes(), rel_kfile)
+        if len(docs) != 1:
+            raise SourceError(f"{rel_kfile}: expected one kustomization document, got {len(docs)}")
+        kustomization = docs[0]
+        keep_origin = "originAnnotations" in _str_list(kustomization.get("buildMetadata"))
+        edited = apply_options(
+            kustomization, options or {}, env=env or {}, kustomization_dir=kdir, name=rel_kfile
+        )
+        metadata = _str_list(edited.get("buildMetadata"))
+        if "originAnnotations" not in metadata:
+            edited["buildMetadata"] = [*metadata, "originAnnotations"]
+        _replace_file(kfile, yaml.safe_dump(edited, sort_keys=False))
+        output = _run_build(kdir, display, root, build_options)
+        manifests: list[Manifest] = []
+        for body in yamlio.load_objects(output, f"kustomize build {display}"):
+            origin = _take_origin(body, display, keep=keep_origin)
+            manifests.append(Manifest(key=ObjectKey.of(body), body=body, origin=origin))
+        return manifests
+    finally:
+        shutil.rmtree(copy, ignore_errors=True)
+
+
+def apply_options(
+    kustomization: Mapping[str, Any],
+    options: Mapping[str, Any],
+    *,
+    env: Mapping[str, str],
+    kustomization_dir: Path | None = None,
+    name: str = "kustomization.yaml",
+) -> dict[str, Any]:
+    """A copy of `kustomization` with Argo CD's kustomize options applied, in Argo CD's order."""
+    out: dict[str, Any] = dict(kustomization)
+    if options.get("namePrefix"):
+        out["namePrefix"] = str(options["namePrefix"])
+    if options.get("nameSuffix"):
+        out["nameSuffix"] = str(options["nameSuffix"])
+    images = options.get("images") or []
+    if images:
+        out["images"] = set_images(out.get("images") or [], [envsubst(str(i), env) for i in images])
+    replicas = options.get("replicas") or []
+    if replicas:
+        out["replicas"] = set_replicas(out.get("replicas") or [], replicas)
+    labels = options.get("commonLabels") or {}
+    if labels:
+        _add_labels(out, options, {str(k): envsubst(str(v), env) for k, v in labels.items()}, name)
+    annotations = options.get("commonAnnotations") or {}
+    if annotations:
+        subst = bool(options.get("commonAnnotationsEnvsubst"))
+        values = {
+            str(k): envsubst(str(v), env) if subst else str(v) for k, v in annotations.items()
+        }
+        existing = dict(out.get("commonAnnotations") or {})
+        _write_map(
+            existing,
+            values,
+            force=bool(options.get("forceCommonAnnotations")),
+            what="annotation",
+            name=name,
+        )
+        out["commonAnnotations"] = existing
+    if options.get("namespace"):
+        out["namespace"] = str(options["namespace"])
+    patches = options.get("patches") or []
+    if patches:
+        out["patches"] = [*(out.get("patches") or []), *[_patch(p) for p in patches]]
+    components = options.get("components") or []
+    if components:
+        current = list(out.get("components") or [])
+        ignore_missing = bool(options.get("ignoreMissingComponents"))
+        for component in (str(c) for c in components):
+            local = kustomization_dir is not None and "://" not in component
+            if (
+                ignore_missing
+                and local
+                and kustomization_dir is not None
+                and not (kustomization_dir / component).exists()
+            ):
+                continue
+            if component not in current:
+                current.append(component)
+        out["components"] = current
+    return out
+
+
+def parse_image(arg: str) -> dict[str, str]:
+    """`kustomize edit set image` argument → an `images:` entry.
+
+    Forms: `name=newName:tag`, `name=newName@digest`, `name=newName`, `name:tag`, `name@digest`.
+    """
+    if "=" in arg:
+        name, _, new = arg.partition("=")
+        entry = {"name": name}
+        over = _parse_overwrite(new, allow_bare=True, arg=arg)
+        if over.get("name"):
+            entry["newName"] = over["name"]
+    else:
+        over = _parse_overwrite(arg, allow_bare=False, arg=arg)
+        entry = {"name": over["name"]}
+    if "tag" in over:
+        entry["newTag"] = over["tag"]
+    if "digest" in over:
+        entry["digest"] = over["digest"]
+    return entry
+
+
+def set_images(current: Sequence[Any], args: Sequence[str]) -> list[Any]:
+    """`kustomize edit set image ARGS…` applied to an `images:` list."""
+    wanted = {}
+    for arg in args:
+        entry = parse_image(arg)
+        wanted[entry["name"]] = entry
+    out: list[Any] = []
+    for item in current:
+        if isinstance(item, Mapping) and item.get("name") in wanted:
+            new = wanted.pop(str(item["name"]))
+            merged = dict(item)
+            if "newName" in new:
+                merged["newName"] = new["newName"]
+            if "newTag" in new:
+                merged["newTag"] = new["newTag"]
+                merged.pop("digest", None)
+            if "digest" in new:
+                merged["digest"] = new["digest"]
+                merged.pop("newTag", None)
+            out.append(merged)
+        else:
+            out.append(item)
+    out.extend(wanted[name] for name in sorted(wanted))
+    return out
+
+
+def set_replicas(current: Sequence[Any], replicas: Sequence[Any]) -> list[Any]:
+    """`kustomize edit set replicas name=count…` applied to a `replicas:` list."""
+    wanted: dict[str, int] = {}
+    for entry in replicas:
+        if not isinstance(entry, Mapping) or not entry.get("name"):
+            raise SourceError(f"kustomize.replicas: entry {entry!r} has no name")
+        try:
+            wanted[str(entry["name"])] = int(str(entry.get("count")))
+        except ValueError:
+            raise SourceError(
+                f"kustomize.replicas: count {entry.get('count')!r} of {entry['name']}"
+                " is not a number"
+            ) from None
+    out: list[Any] = []
+    for item in current:
+        if isinstance(item, Mapping) and item.get("name") in wanted:
+            out.append({**item, "count": wanted.pop(str(item["name"]))})
+        else:
+            out.append(item)
+    out.extend({"name": name, "count": count} for name, count in wanted.items())
+    return out
+
+
+_ENV_REF = re.compile(r"\$(\$|\{([^}]*)\}|([A-Za-z0-9_]+))")
+
+
+def envsubst(text: str, env: Mapping[str, str]) -> str:
+    """Argo CD's Envsubst (Go os.Expand): `$VAR`/`${VAR}` from `env`, unknown ones empty,
+    `$$` → `$`."""
+
+    def repl(match: re.Match[str]) -> str:
+        if match.group(1) == "$":
+            return "$"
+        return env.get(match.group(2) if match.group(2) is not None else match.group(3), "")
+
+    return _ENV_REF.sub(repl, text)
+
+
+# --------------------------------------------------------------------------- internals
+
+
+def _parse_overwrite(text: str, *, allow_bare: bool, arg: str) -> dict[str, str]:
+    if "@" in text:
+        name, _, digest = text.partition("@")
+        return {"name": name, "digest": digest}
+    match = _IMAGE_TAG.match(text)
+    if match:
+        return {"name": match.group(1), "tag": match.group(2)}
+    if text and allow_bare:
+        return {"name": text}
+    raise SourceError(
+        f"kustomize.images: {arg!r} is not an image override",
+        hint="use name=newName:tag, name:tag or name@digest",
+    )
+
+
+def _add_labels(
+    out: dict[str, Any], options: Mapping[str, Any], values: dict[str, str], name: str
+) -> None:
+    force = bool(options.get("forceCommonLabels"))
+    if options.get("labelWithoutSelector"):
+        entry: dict[str, Any] = {"pairs": {}, "includeSelectors": False}
+        if options.get("labelIncludeTemplates"):
+            entry["includeTemplates"] = True
+        _write_map(entry["pairs"], values, force=force, what="label", name=name)
+        out["labels"] = [*(out.get("labels") or []), entry]
+        return
+    existing = dict(out.get("commonLabels") or {})
+    _write_map(existing, values, force=force, what="label", name=name)
+    out["commonLabels"] = existing
+
+
+def _write_map(
+    target: dict[str, Any], values: Mapping[str, str], *, force: bool, what: str, name: str
+) -> None:
+    for key, value in values.items():
+        if key in target and not force:
+            raise SourceError(
+                f"{name}: {what} {key} already in the kustomization (kustomize edit add {what})",
+                hint=f"set force{'CommonLabels' if what == 'label' else 'CommonAnnotations'}: true"
+                " in the Application's kustomize options, as Argo CD needs it too",
+            )
+        target[key] = value
+
+
+def _patch(patch: Any) -> Any:
+    if not isinstance(patch, Mapping):
+        raise SourceError(f"kustomize.patches: mapping expected, got {yamlio.type_name(patch)}")
+    return {k: v for k, v in patch.items() if v not in (None, "", {}, [])}
+
+
+def _str_list(value: Any) -> list[str]:
+    return [str(v) for v in value] if isinstance(value, list) else []
+
+
+def _rel(path: Path, root: Path) -> str:
+    return path.relative_to(root).as_posix()
+
+
+def _copy_tree(src: Path, dest: Path) -> None:
+    """Copy `src` to `dest` (hard links where possible; files we edit are replaced, not written)."""
+
+    def link_or_copy(source: str, target: str) -> object:
+        try:
+            os.link(source, target)
+        except OSError:
+            shutil.copy2(source, target)
+        return target
+
+    shutil.copytree(
+        src, dest, symlinks=True, copy_function=link_or_copy, ignore=shutil.ignore_patterns(".git")
+    )
+
+
+def _replace_file(path: Path, text: str) -> None:
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".gitdrift-")
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        handle.write(text)
+    Path(tmp).replace(path)  # breaks any hard link to the user's file
+
+
+def _binary() -> list[str]:
+    kustomize = shutil.which("kustomize")
+    if kustomize:
+        return [kustomize, "build"]
+    kubectl = shutil.which("kubectl")
+    if kubectl:
+        return [kubectl, "kustomize"]
+    raise SourceError(
+        "kustomize sources need kustomize or kubectl on PATH",
+        hint="install kubectl (it includes kustomize) or kustomize",
+    )
+
+
+def _run_build(kdir: Path, display: str, root: Path, build_options: Sequence[str]) -> bytes:
+    cmd = [*_binary(), str(kdir), "--load-restrictor=LoadRestrictionsRootOnly", *build_options]
+    tool = "kustomize build" if cmd[1] == "build" else "kubectl kustomize"
+    env = dict(os.environ, LC_ALL="C")
+    env.pop("KUSTOMIZE_PLUGIN_HOME", None)
+    try:
+        proc = subprocess.run(
+            cmd,
+            cwd=root,
+            capture_output=True,
+            env=env,
+            timeout=KUSTOMIZE_TIMEOUT,
+            check=False,
+            stdin=subprocess.DEVNULL,
+        )
+    except subprocess.TimeoutExpired:
+        raise SourceError(
+            f"kustomize build {display} timed out after {KUSTOMIZE_TIMEOUT:g}s",
+            hint=f"run: {tool} {display}",
+        ) from None
+    if proc.returncode != 0:
+        detail = _error_detail(proc.stderr, root)
+        raise SourceError(
+            f"kustomize build {display} failed (exit {proc.returncode}): {detail}",
+            hint=f"run: {tool} {display}",
+        )
+    return proc.stdout
+
+
+_KLOG_ERR = re.compile(r'err="((?:[^"\\]|\\.)*)"')
+
+
+def _error_detail(stderr: bytes, root: Path) -> str:
+    lines = [ln.strip() for ln in stderr.decode("utf-8", "replace").splitlines() if ln.strip()]
+    if not lines:
+        return "no error output"
+    line = lines[-1]
+    match = _KLOG_ERR.search(line)  # kubectl logs through klog: E… run.go:72] "…" err="…"
+    if match:
+        line = match.group(1).replace('\\"', '"').replace("\\\\", "\\")
+    line = line.removeprefix("Error: ").removeprefix("error: ")
+    for prefix in {str(root), str(root.resolve())}:
+        line = line.replace(prefix + "/", "").replace(prefix, ".")
+    return line
+
+
+def _take_origin(body: dict[str, Any], display: str, *, keep: bool) -> str | None:
+    """Read (and unless `keep`, remove) the origin annotation; return the repo-relative file."""
+    metadata = body.get("metadata")
+    if not isinstance(metadata, dict):
+        return None
+    annotations = metadata.get("annotations")
+    if not isinstance(annotations, dict):
+        return None
+    raw = annotations.get(ORIGIN_ANNOTATION)
+    for key in [k for k in annotations if k.startswith(_INTERNAL_PREFIX)]:
+        del annotations[key]
+    if not keep:
+        annotations.pop(ORIGIN_ANNOTATION, None)
+    if not annotations:
+        del metadata["annotations"]
+    if not isinstance(raw, str):
+        return None
+    with contextlib.suppress(yaml.YAMLError):
+        origin = yaml.safe_load(raw)
+        if isinstance(origin, Mapping) and not origin.get("repo"):
+            rel = origin.get("path") or origin.get("configuredIn")
+            if isinstance(rel, str) and rel:
+                base = "" if display == "." else display
+                joined = posixpath.normpath(posixpath.join(base, rel))
+                return None if joined.startswith("../") or joined == ".." else joined
+    return None

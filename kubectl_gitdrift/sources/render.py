@@ -1,0 +1,308 @@
+"""Turn an Application's git source(s) into desired Manifests, locally, like Argo CD's repo-server.
+
+Which revision: the `revision` argument, else what Argo CD last compared against
+(`status.sync.revision(s)`), else the source's targetRevision, else HEAD; `local=True` renders the
+working tree as it is. The tree at that revision is exported into `workdir` (the user's checkout is
+never touched) and kept there for `locate`. The source type is detected as Argo CD does
+(argocd-semantics.md §4.1): an explicit helm/kustomize/directory/plugin block, else `Chart.yaml`
+⇒ Helm, a kustomization file ⇒ Kustomize, else a plain directory; `.argocd-source.yaml` and
+`.argocd-source-<app>.yaml` in the source path are merged over the options first.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+import shutil
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from kubectl_gitdrift import yamlio
+from kubectl_gitdrift.errors import SourceError, UsageError
+from kubectl_gitdrift.model import Application, AppSource, Manifest
+from kubectl_gitdrift.sources import directory, git, kustomize
+
+WORKING_TREE = "working tree"
+SOURCE_TYPES = ("helm", "kustomize", "directory", "plugin")
+
+
+@dataclass(frozen=True, slots=True)
+class RenderedSource:
+    """One source of the Application as rendered."""
+
+    index: int  # position in spec.sources (0 for spec.source)
+    repo_url: str
+    path: str  # repo-relative source path, "." for the repo root
+    kind: str  # kustomize | directory | helm
+    revision: str  # commit sha, or "working tree"
+    tree: Path  # the exported tree (or the working tree with local=True)
+
+
+@dataclass(frozen=True, slots=True)
+class Rendered:
+    manifests: tuple[Manifest, ...]
+    revision: str  # the sha rendered (first source), or "working tree"
+    tree: Path  # the exported tree of the first source, for locate
+    source_path: str  # the first source's path
+    sources: tuple[RenderedSource, ...] = ()
+
+
+def render(
+    app: Application,
+    repo_root: Path,
+    *,
+    revision: str | None = None,
+    local: bool = False,
+    workdir: Path,
+    build_options: Sequence[str] = (),
+) -> Rendered:
+    """Render every source of `app` that has a path (ref-only sources are skipped)."""
+    if revision and local:
+        raise UsageError("--revision and --local cannot be used together")
+    todo = [(i, s) for i, s in enumerate(app.sources) if not (s.ref and not s.path and not s.chart)]
+    if not todo:
+        raise SourceError(f"application {app.qualified_name} has no source with a path to render")
+    top = _top(repo_root, local)
+    _check_repo_urls([s for _, s in todo], top, repo_root, local)
+    workdir.mkdir(parents=True, exist_ok=True)
+
+    manifests: list[Manifest] = []
+    parts: list[RenderedSource] = []
+    for index, source in todo:
+        if local:
+            sha, tree = WORKING_TREE, top
+        else:
+            rev, prefer_remote = _revision_for(app, index, source, revision)
+            sha = git.resolve_revision(top, rev, prefer_remote=prefer_remote)
+            tree = _export(top, sha, workdir)
+        part, objs = _render_source(
+            app, index, source, tree, sha, repo_root, workdir, build_options
+        )
+        parts.append(part)
+        manifests.extend(objs)
+    first = parts[0]
+    return Rendered(
+        manifests=tuple(manifests),
+        revision=first.revision,
+        tree=first.tree,
+        source_path=first.path,
+        sources=tuple(parts),
+    )
+
+
+def source_options(source: AppSource) -> dict[str, Any]:
+    """The source's tool blocks as `{"kustomize": {...}, ...}`, whichever form `options` uses
+    (the outer Application form, or the inner block of the type named by `kind`)."""
+    raw = dict(source.options or {})
+    if any(key in SOURCE_TYPES for key in raw):
+        blocks = {k: dict(v or {}) for k, v in raw.items() if k in SOURCE_TYPES and v is not None}
+    elif source.kind:
+        blocks = {source.kind: raw}
+    else:
+        blocks = {}
+    if source.kind and source.kind not in blocks:
+        blocks[source.kind] = {}
+    return blocks
+
+
+def merge_patch(target: Any, patch: Any) -> Any:
+    """RFC 7386 JSON merge patch (null deletes a key)."""
+    if not isinstance(patch, Mapping):
+        return patch
+    out = dict(target) if isinstance(target, Mapping) else {}
+    for key, value in patch.items():
+        if value is None:
+            out.pop(key, None)
+        else:
+            out[key] = merge_patch(out.get(key), value)
+    return out
+
+
+def detect_type(blocks: Mapping[str, Any], app_dir: Path, *, explicit_kind: str = "") -> str:
+    """helm | kustomize | directory | plugin, as Argo CD's ExplicitType / discovery.AppType."""
+    explicit = sorted(
+        k for k, v in blocks.items() if k in SOURCE_TYPES and (v or k == explicit_kind)
+    )
+    if len(explicit) > 1:
+        raise SourceError(f"multiple application sources defined: {', '.join(explicit)}")
+    if explicit:
+        return explicit[0]
+    if (app_dir / "Chart.yaml").is_file():
+        return "helm"
+    if kustomize.find_kustomization(app_dir) is not None:
+        return "kustomize"
+    return "directory"
+
+
+def build_env(app: Application, source: AppSource, revision: str) -> dict[str, str]:
+    """Argo CD's build environment (what `$ARGOCD_APP_*` in options expand to)."""
+    return {
+        "ARGOCD_APP_NAME": app.name,
+        "ARGOCD_APP_NAMESPACE": app.dest_namespace,
+        "ARGOCD_APP_PROJECT_NAME": app.project,
+        "ARGOCD_APP_REVISION": revision,
+        "ARGOCD_APP_REVISION_SHORT": revision[:7],
+        "ARGOCD_APP_REVISION_SHORT_8": revision[:8],
+        "ARGOCD_APP_SOURCE_REPO_URL": source.repo_url,
+        "ARGOCD_APP_SOURCE_PATH": source.path,
+        "ARGOCD_APP_SOURCE_TARGET_REVISION": source.target_revision,
+    }
+
+
+# --------------------------------------------------------------------------- internals
+
+
+def _top(repo_root: Path, local: bool) -> Path:
+    try:
+        return git.toplevel(repo_root)
+    except SourceError:
+        if local and repo_root.is_dir():
+            return repo_root.resolve()  # --local works on a plain directory too
+        raise
+
+
+def _revision_for(
+    app: Application, index: int, source: AppSource, revision: str | None
+) -> tuple[str, bool]:
+    """(revision, prefer the remote branch) for one source."""
+    if revision:
+        return revision, False
+    revs = app.revisions
+    if len(app.sources) == 1 and revs and revs[0]:
+        return revs[0], False
+    if len(app.sources) > 1 and len(revs) == len(app.sources) and revs[index]:
+        return revs[index], False
+    if source.target_revision:
+        return source.target_revision, True
+    return "HEAD", True
+
+
+def _export(top: Path, sha: str, workdir: Path) -> Path:
+    tree = workdir / f"tree-{sha[:16]}"
+    done = workdir / f"tree-{sha[:16]}.done"
+    if done.exists() and tree.is_dir():
+        return tree
+    if tree.exists():
+        shutil.rmtree(tree)
+    git.export_tree(top, sha, tree)
+    done.write_text(sha + "\n", encoding="utf-8")
+    return tree
+
+
+def _render_source(
+    app: Application,
+    index: int,
+    source: AppSource,
+    tree: Path,
+    sha: str,
+    repo_root: Path,
+    workdir: Path,
+    build_options: Sequence[str],
+) -> tuple[RenderedSource, list[Manifest]]:
+    path = _clean_path(source.path)
+    app_dir = tree if path == "." else tree / path
+    at = "the working tree" if sha == WORKING_TREE else sha[:12]
+    if source.chart and not source.path:
+        kind = "helm"
+    else:
+        if not app_dir.is_dir():
+            what = "is not a directory" if app_dir.exists() else "does not exist"
+            raise SourceError(
+                f"source path {path} {what} in {repo_root} at {at}",
+                hint="check spec.source.path, or pick another revision with --revision",
+            )
+        blocks = _with_overrides(source_options(source), app_dir, app.name, tree)
+        kind = detect_type(blocks, app_dir, explicit_kind=source.kind)
+    part = RenderedSource(index, source.repo_url, path, kind, sha, tree)
+    if kind == "helm":
+        return part, _render_helm(path)
+    if kind == "plugin":
+        raise SourceError(
+            f"source path {path}: config management plugin sources cannot be rendered locally",
+            hint="use `argocd app manifests` output as a directory source instead",
+        )
+    options = blocks.get(kind) or {}
+    if kind == "kustomize":
+        env = build_env(app, source, "" if sha == WORKING_TREE else sha)
+        objs = kustomize.build(
+            tree, path, options, workdir=workdir, env=env, build_options=build_options
+        )
+    else:
+        objs = directory.collect(tree, path, options)
+    return part, objs
+
+
+def _render_helm(path: str) -> list[Manifest]:
+    """Seam for Helm: `helm template` with the Application's helm options comes later."""
+    if shutil.which("helm") is None:
+        raise SourceError(
+            f"source path {path}: helm sources need the helm binary",
+            hint="install helm 3 and put it on PATH",
+        )
+    raise SourceError(f"source path {path}: helm sources are not supported yet")
+
+
+def _clean_path(path: str) -> str:
+    clean = posixpath.normpath(path.strip().strip("/")) if path.strip().strip("/") else "."
+    if clean == ".." or clean.startswith("../") or path.startswith("/"):
+        raise SourceError(f"source path {path} points outside the repository")
+    return clean
+
+
+def _with_overrides(
+    blocks: dict[str, Any], app_dir: Path, app_name: str, tree: Path
+) -> dict[str, Any]:
+    """Merge `.argocd-source.yaml`, then `.argocd-source-<app>.yaml`, over the tool options."""
+    out: dict[str, Any] = blocks
+    for name in (".argocd-source.yaml", f".argocd-source-{app_name}.yaml"):
+        file = app_dir / name
+        if not file.is_file():
+            continue
+        rel = file.relative_to(tree).as_posix()
+        docs = yamlio.load_documents(file.read_bytes(), rel)
+        if len(docs) > 1:
+            raise SourceError(f"{rel}: expected one document, got {len(docs)}")
+        patch = {k: v for k, v in (docs[0] if docs else {}).items() if k in SOURCE_TYPES}
+        out = merge_patch(out, patch)
+    return out
+
+
+_SCP_URL = re.compile(r"^(?:[\w.-]+@)?([\w.-]+):(?!//)(.*)$")
+
+
+def _normalize_url(url: str) -> str:
+    """`https://github.com/org/repo.git`, `git@github.com:org/repo` → `github.com/org/repo`."""
+    url = url.strip()
+    scp = _SCP_URL.match(url)
+    if scp and "://" not in url:
+        url = f"{scp.group(1)}/{scp.group(2)}"
+    url = re.sub(r"^[a-z+]+://", "", url.lower())
+    url = re.sub(r"^[^@/]+@", "", url)  # user@ (and user:password@)
+    return url.removesuffix("/").removesuffix(".git").removesuffix("/")
+
+
+def _check_repo_urls(sources: list[AppSource], top: Path, repo_root: Path, local: bool) -> None:
+    """With sources from several repositories, only those cloned at --repo-root can be rendered."""
+    urls = {_normalize_url(s.repo_url) for s in sources if s.repo_url and not s.chart}
+    if len(urls) < 2:
+        return
+    remotes: set[str] = set()
+    proc = git.run_git(top, "remote", "-v", check=False)
+    for line in proc.stdout.decode("utf-8", "replace").splitlines():
+        fields = line.split()
+        if len(fields) >= 2:
+            remotes.add(_normalize_url(fields[1]))
+    missing = sorted(
+        s.repo_url
+        for s in sources
+        if s.repo_url and _normalize_url(s.repo_url) not in remotes and not s.chart
+    )
+    if missing and not local:
+        raise SourceError(
+            f"--repo-root {repo_root} is not a clone of {missing[0]}, which this Application "
+            "also renders from",
+            hint="multi-repository Applications can only be rendered when their sources share one "
+            "repository",
+        )

@@ -1,0 +1,153 @@
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from kubectl_gitdrift.errors import SourceError
+from kubectl_gitdrift.sources import git
+
+
+def run(repo: Path, *args: str, date: str = "2024-01-01T10:00:00+00:00") -> str:
+    env = {
+        **os.environ,
+        "GIT_AUTHOR_NAME": "Alice Example",
+        "GIT_AUTHOR_EMAIL": "alice@example.com",
+        "GIT_COMMITTER_NAME": "Alice Example",
+        "GIT_COMMITTER_EMAIL": "alice@example.com",
+        "GIT_AUTHOR_DATE": date,
+        "GIT_COMMITTER_DATE": date,
+        "GIT_CONFIG_GLOBAL": os.devnull,
+        "GIT_CONFIG_NOSYSTEM": "1",
+    }
+    proc = subprocess.run(
+        ["git", "-C", str(repo), *args], env=env, check=True, capture_output=True, text=True
+    )
+    return proc.stdout.strip()
+
+
+def write(root: Path, rel: str, text: str) -> None:
+    path = root / rel
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    root = tmp_path / "repo"
+    root.mkdir()
+    run(root, "init", "-q", "-b", "main")
+    write(root, "app/cm.yaml", "kind: ConfigMap\n# v1\n")
+    write(root, "README.md", "hello\n")
+    run(root, "add", "-A")
+    run(root, "commit", "-q", "-m", "first")
+    run(root, "tag", "v1")
+    write(root, "app/cm.yaml", "kind: ConfigMap\n# v2\n")
+    write(root, "tools/run.sh", "#!/bin/sh\necho hi\n")
+    (root / "tools/run.sh").chmod(0o755)
+    (root / "app/link.yaml").symlink_to("cm.yaml")
+    write(root, ".gitattributes", "README.md export-ignore\n*.yaml filter=nope\n")
+    run(root, "add", "-A")
+    run(root, "commit", "-q", "-m", "second: bump cm", date="2024-02-01T10:00:00+00:00")
+    run(root, "branch", "feature", "v1")
+    return root
+
+
+def test_resolve_revision_forms(repo: Path) -> None:
+    head = run(repo, "rev-parse", "HEAD")
+    first = run(repo, "rev-parse", "v1")
+    assert git.resolve_revision(repo, "HEAD") == head
+    assert git.resolve_revision(repo, "main") == head
+    assert git.resolve_revision(repo, "") == head
+    assert git.resolve_revision(repo, "v1") == first
+    assert git.resolve_revision(repo, "feature") == first
+    assert git.resolve_revision(repo, first[:8]) == first
+    assert git.resolve_revision(repo / "app", first) == first  # a subdirectory works too
+
+
+def test_resolve_revision_prefers_the_remote_branch(repo: Path, tmp_path: Path) -> None:
+    clone = tmp_path / "clone"
+    run(tmp_path, "clone", "-q", str(repo), str(clone))
+    remote_head = run(clone, "rev-parse", "origin/main")
+    run(clone, "reset", "-q", "--hard", "v1")  # the local branch is behind origin/main
+    assert git.resolve_revision(clone, "main") == run(repo, "rev-parse", "v1")
+    assert git.resolve_revision(clone, "main", prefer_remote=True) == remote_head
+
+
+def test_missing_revision(repo: Path) -> None:
+    with pytest.raises(SourceError) as info:
+        git.resolve_revision(repo, "release-9")
+    assert info.value.message == f"revision release-9 is not in {repo}"
+    assert info.value.hint == f"run: git -C {repo} fetch origin release-9"
+
+
+def test_option_like_revision_is_refused(repo: Path) -> None:
+    with pytest.raises(SourceError, match="not a valid git revision"):
+        git.resolve_revision(repo, "--output=/tmp/x")
+
+
+def test_not_a_git_repository(tmp_path: Path) -> None:
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    with pytest.raises(SourceError, match=rf"^--repo-root {plain}: not a git repository") as info:
+        git.resolve_revision(plain, "HEAD")
+    assert info.value.hint
+    with pytest.raises(SourceError, match="no such directory"):
+        git.toplevel(tmp_path / "missing")
+
+
+def test_export_tree(repo: Path, tmp_path: Path) -> None:
+    dest = tmp_path / "export"
+    tree = git.export_tree(repo, "HEAD", dest)
+    assert tree == run(repo, "rev-parse", "HEAD^{tree}")
+    assert (dest / "app/cm.yaml").read_text() == "kind: ConfigMap\n# v2\n"
+    assert (dest / "README.md").exists()  # export-ignore does not apply
+    assert os.access(dest / "tools/run.sh", os.X_OK)
+    assert (dest / "app/link.yaml").is_symlink()
+    assert (dest / "app/link.yaml").read_text() == "kind: ConfigMap\n# v2\n"
+    assert not (dest / ".git").exists()
+
+
+def test_export_old_revision_leaves_work_tree_and_index_alone(repo: Path, tmp_path: Path) -> None:
+    write(repo, "app/cm.yaml", "kind: ConfigMap\n# staged\n")
+    run(repo, "add", "app/cm.yaml")
+    write(repo, "app/cm.yaml", "kind: ConfigMap\n# unstaged\n")
+    before = run(repo, "status", "--porcelain")
+    git.export_tree(repo, "v1", tmp_path / "old")
+    assert (tmp_path / "old/app/cm.yaml").read_text() == "kind: ConfigMap\n# v1\n"
+    assert not (tmp_path / "old/tools").exists()
+    assert run(repo, "status", "--porcelain") == before
+    assert (repo / "app/cm.yaml").read_text() == "kind: ConfigMap\n# unstaged\n"
+    assert run(repo, "diff", "--cached", "--name-only") == "app/cm.yaml"
+
+
+def test_export_refuses_a_symlink_out_of_the_tree(repo: Path, tmp_path: Path) -> None:
+    (repo / "app/passwd").symlink_to("../../../../etc/passwd")
+    run(repo, "add", "-A")
+    run(repo, "commit", "-q", "-m", "evil")
+    with pytest.raises(SourceError, match=r"app/passwd: symlink to .* points outside"):
+        git.export_tree(repo, "HEAD", tmp_path / "evil")
+
+
+def test_export_into_a_non_empty_directory_is_refused(repo: Path, tmp_path: Path) -> None:
+    dest = tmp_path / "busy"
+    dest.mkdir()
+    (dest / "x").write_text("x")
+    with pytest.raises(SourceError, match="not empty"):
+        git.export_tree(repo, "HEAD", dest)
+
+
+def test_last_commit_touching(repo: Path) -> None:
+    info = git.last_commit_touching(repo, "HEAD", "app/cm.yaml")
+    assert info == git.CommitInfo(
+        sha=run(repo, "rev-parse", "HEAD"),
+        author="Alice Example <alice@example.com>",
+        date="2024-02-01T10:00:00+00:00",
+        subject="second: bump cm",
+    )
+    old = git.last_commit_touching(repo, "v1", "app")
+    assert old is not None
+    assert old.subject == "first"
+    assert git.last_commit_touching(repo, "HEAD", "no/such/file.yaml") is None
