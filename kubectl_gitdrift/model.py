@@ -133,7 +133,7 @@ class ObjectKey:
         return f"{self.group}/{self.kind}"
 
     def display(self) -> str:
-        """Argo CD's form: `apps/Deployment prod/guestbook`, `/Service prod/web`, `rbac.../ClusterRole /x`."""
+        """Argo CD's form: `apps/Deployment prod/guestbook`, `/Service prod/web`."""
         return f"{self.group}/{self.kind} {self.namespace}/{self.name}"
 
     def short(self) -> str:
@@ -361,9 +361,11 @@ class Finding:
     plugin: str = ""
 
     def sort_key(self) -> tuple[Any, ...]:
+        """Most severe first; then by object, code and field, so output never depends on order
+        of discovery."""
         return (
-            self.key or ObjectKey("", "", "", ""),
             -int(self.severity),
+            self.key or ObjectKey("", "", "", ""),
             self.code,
             display_path(self.path or ()),
         )
@@ -401,6 +403,7 @@ class AppReport:
     findings: tuple[Finding, ...]
     remedies: tuple[Remedy, ...]
     notes: tuple[str, ...] = ()  # caveats about the inputs ("snapshot has no managedFields")
+    application: Application | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,0 +1,1 @@
+"""The default plugins: gitdrift's own rules, normalizers and output formats."""

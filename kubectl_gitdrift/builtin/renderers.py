@@ -1,0 +1,13 @@
+"""Built-in output formats: text, json, yaml."""
+
+from __future__ import annotations
+
+from kubectl_gitdrift import report
+from kubectl_gitdrift.hookspecs import RegisterRenderer, hookimpl
+
+
+@hookimpl
+def gitdrift_register_renderers(register: RegisterRenderer) -> None:
+    register("text", report.render_text, doc="Tables and a short narrative (the default).")
+    register("json", report.render_json, doc="The documented JSON report (docs/report-schema.md).")
+    register("yaml", report.render_yaml, doc="The JSON report as YAML.")

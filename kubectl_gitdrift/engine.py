@@ -1,0 +1,155 @@
+"""One application's run, composed from the pure steps: desired + live → drifts → findings → report.
+
+No files, processes or clusters here: the CLI gathers inputs at the edges and passes them in.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import pluggy
+
+from kubectl_gitdrift import (
+    attribution,
+    diagnosis,
+    diff,
+    fields,
+    hookspecs,
+    model,
+    remedies,
+    tracking,
+)
+
+
+@dataclass(frozen=True)
+class Inputs:
+    """What the edges gathered for one application."""
+
+    app: model.Application
+    settings: model.Settings
+    desired: Sequence[model.Manifest]  # rendered from git, before Argo CD's own touches
+    live: Sequence[model.Manifest]  # every live object read (the app's and others)
+    revision: str  # what was rendered
+    source: str  # "repoURL path @ revision", for display
+    notes: Sequence[str] = ()
+    unreadable: Sequence[tuple[model.ObjectKey, str]] = ()  # (key or kind, why) live could not read
+
+
+@dataclass(frozen=True)
+class Options:
+    schema: diff.SchemaLike | None = None
+    defaults: diff.DefaultsFn | None = None
+    locate: remedies.Locator | None = None
+    scope: tracking.ScopeFn = tracking.default_scope
+    disabled_rules: Sequence[str] = ()
+    rules: Sequence[hookspecs.Rule] = field(default_factory=list)
+
+
+def run(inputs: Inputs, pm: pluggy.PluginManager, opts: Options) -> model.AppReport:
+    app, settings = inputs.app, inputs.settings
+    desired, duplicates = tracking.prepare_desired(inputs.desired, app, settings, opts.scope)
+    hooks = [m for m in desired if tracking.is_hook(m.body)]
+    desired = [m for m in desired if not tracking.is_hook(m.body)]
+    live_by_key = {m.key: m for m in inputs.live}
+    instance = tracking.instance_name(app, settings)
+    unreadable = dict(inputs.unreadable)
+
+    rules = [(r.origin, r) for r in (*app.ignore_rules, *settings.ignore_rules)]
+    for plugin, contributed in hookspecs.call_each(
+        pm, "gitdrift_ignore_rules", app=app, live=inputs.live
+    ):
+        rules.extend((plugin, r) for r in contributed or ())
+    ctx = diff.CompareContext(
+        settings=settings,
+        schema=opts.schema,
+        defaults=opts.defaults,
+        ignore_rules=rules,
+        normalizer=_normalizer(pm),
+    )
+
+    drifts: list[model.Drift] = []
+    desired_keys = set()
+    for manifest in desired:
+        desired_keys.add(manifest.key)
+        reason = unreadable.get(manifest.key) or unreadable.get(_kind_key(manifest.key))
+        if reason:
+            drifts.append(
+                model.Drift(
+                    manifest.key,
+                    model.ResourceStatus.UNKNOWN,
+                    origin=manifest.origin,
+                    reason=reason,
+                )
+            )
+            continue
+        drifts.append(diff.compare(manifest, live_by_key.get(manifest.key), ctx))
+    for manifest in tracking.tracked_roots(inputs.live, instance, settings):
+        if manifest.key in desired_keys:
+            continue
+        if not tracking.self_referenced(manifest.body, manifest.key, settings):
+            continue
+        drift = diff.compare(None, manifest, ctx)
+        annotations = (manifest.body.get("metadata") or {}).get("annotations") or {}
+        if "IgnoreExtraneous" in str(annotations.get("argocd.argoproj.io/compare-options", "")):
+            drift = model.Drift(drift.key, drift.status, live=drift.live, counts=False)
+        drifts.append(drift)
+    drifts = [attribution.attribute(d, pm) for d in drifts]
+    drifts.sort(key=lambda d: d.key)
+
+    managed_known = any(fields.has_managed_fields(m.body) for m in inputs.live)
+    notes = list(inputs.notes)
+    if inputs.live and not managed_known:
+        notes.append(
+            "the live objects carry no managedFields (kubectl get hides them unless "
+            "--show-managed-fields), so gitdrift cannot say who changed a field"
+        )
+    for key in duplicates:
+        notes.append(f"{key.short()} is rendered more than once; the last one wins, as in Argo CD")
+    if hooks:
+        notes.append(f"{len(hooks)} hook object(s) are not compared, as in Argo CD")
+
+    rule_ctx = diagnosis.Context(app, settings, drifts, inputs.live, managed_known)
+    findings = diagnosis.diagnose(rule_ctx, opts.rules, opts.disabled_rules)
+    fixes = remedies.recommend(app, drifts, findings, opts.locate)
+    return model.AppReport(
+        name=app.name,
+        namespace=app.namespace,
+        sync_status=sync_status(drifts),
+        argocd_sync_status=app.sync_status,
+        revision=inputs.revision,
+        source=inputs.source,
+        resources=tuple(drifts),
+        findings=tuple(findings),
+        remedies=tuple(fixes),
+        notes=tuple(notes),
+        application=app,
+    )
+
+
+def _kind_key(key: model.ObjectKey) -> model.ObjectKey:
+    return model.ObjectKey(key.group, key.kind, key.namespace, "")
+
+
+def sync_status(drifts: Sequence[model.Drift]) -> model.SyncStatus:
+    """Unknown when anything could not be read; OutOfSync when any counted resource differs."""
+    if any(d.status is model.ResourceStatus.UNKNOWN for d in drifts):
+        return model.SyncStatus.UNKNOWN
+    counted = (
+        model.ResourceStatus.OUT_OF_SYNC,
+        model.ResourceStatus.MISSING,
+        model.ResourceStatus.EXTRANEOUS,
+    )
+    if any(d.status in counted and d.counts for d in drifts):
+        return model.SyncStatus.OUT_OF_SYNC
+    return model.SyncStatus.SYNCED
+
+
+def _normalizer(pm: pluggy.PluginManager) -> diff.NormalizerFn | None:
+    if not pm.hook.gitdrift_normalize.get_hookimpls():
+        return None
+
+    def normalize(key: model.ObjectKey, body: dict[str, object], side: str) -> None:
+        hookspecs.call_each(pm, "gitdrift_normalize", key=key, body=body, side=side)
+
+    return normalize

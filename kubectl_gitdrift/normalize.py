@@ -1,0 +1,366 @@
+"""Puts desired and live objects in the shape Argo CD compares them in.
+
+Pure functions over plain dicts: remarshal (quantities, number spelling, empty optional fields),
+kind-specific rules (Secret stringData, Role rules, Endpoints order), the status field, and
+ignoreDifferences (JSON pointers, jq paths, trusted managers). Each returns a new object.
+"""
+
+from __future__ import annotations
+
+import base64
+import copy
+import fnmatch
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any, Protocol
+
+from kubectl_gitdrift import fields, model, quantity
+from kubectl_gitdrift.errors import AppError
+
+
+class Node(Protocol):
+    """The schema node interface normalize and diff rely on (see schema.Node)."""
+
+    @property
+    def type(self) -> str | None: ...
+    @property
+    def patch_merge_key(self) -> str | None: ...
+    @property
+    def patch_strategies(self) -> frozenset[str]: ...
+    @property
+    def is_quantity(self) -> bool: ...
+    @property
+    def is_map_of_values(self) -> bool: ...
+    def field(self, name: str) -> Node | None: ...
+    def items(self) -> Node | None: ...
+
+
+LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
+
+# Optional bool fields that are pointers in the Go types: `false` is kept when re-marshalled.
+_POINTER_BOOLS = frozenset(
+    {
+        "allowPrivilegeEscalation", "automountServiceAccountToken", "enableServiceLinks",
+        "hostUsers", "immutable", "optional", "privileged", "readOnlyRootFilesystem",
+        "runAsNonRoot", "setHostnameAsFQDN", "shareProcessNamespace", "suspend", "paused",
+        "publishNotReadyAddresses", "allocateLoadBalancerNodePorts", "manualSelector",
+        "restartPolicy", "ready", "serving", "terminating",
+    }
+)  # fmt: skip
+
+
+def deepcopy(body: Any) -> Any:
+    return copy.deepcopy(body)
+
+
+# --------------------------------------------------------------------------- remarshal
+
+
+def remarshal(body: Any, node: Node | None, *, top: bool = True) -> Any:
+    """What a JSON round-trip through the Go type does to built-in kinds (Argo CD's remarshal):
+    canonical quantities, integral floats as ints, nested zero creationTimestamps and empty
+    optional values dropped. `node` None means an unknown kind: only number spelling changes."""
+    if isinstance(body, float) and body.is_integer():
+        return int(body)
+    if node is None:
+        if isinstance(body, Mapping):
+            return {k: remarshal(v, None, top=False) for k, v in body.items()}
+        if isinstance(body, list):
+            return [remarshal(v, None, top=False) for v in body]
+        return body
+    if node.is_quantity and isinstance(body, (str, int, float)) and not isinstance(body, bool):
+        return quantity.canonical(body) or body
+    if isinstance(body, Mapping):
+        out: dict[str, Any] = {}
+        for key, value in body.items():
+            child = node.field(key)
+            if key == "creationTimestamp" and value is None and not top:
+                continue
+            if child is not None and _empty_optional(key, value, child):
+                continue
+            out[key] = remarshal(value, child, top=False)
+        return out
+    if isinstance(body, list):
+        item = node.items()
+        return [remarshal(v, item, top=False) for v in body]
+    return body
+
+
+def _empty_optional(key: str, value: Any, node: Node) -> bool:
+    if value is None:
+        return node.type != "object"
+    if value == [] or value == "":
+        return True
+    if value is False and node.type == "boolean":
+        return key not in _POINTER_BOOLS
+    return value == {} and node.is_map_of_values
+
+
+# --------------------------------------------------------------------------- kind rules
+
+
+def normalize_object(body: dict[str, Any], key: model.ObjectKey, settings: model.Settings) -> None:
+    """Argo CD's gitops-engine Normalize, in place: creationTimestamp, Secret, Role, Endpoints."""
+    metadata = body.get("metadata")
+    if isinstance(metadata, dict):
+        metadata.pop("creationTimestamp", None)
+    if key.group == "" and key.kind == "Secret":
+        normalize_secret(body)
+    elif key.group == "rbac.authorization.k8s.io" and key.kind in ("Role", "ClusterRole"):
+        if settings.ignore_aggregated_roles and isinstance(body.get("aggregationRule"), Mapping):
+            body["rules"] = None
+        if body.get("rules") == []:
+            body["rules"] = None
+    elif key.group == "" and key.kind == "Endpoints":
+        for subset in body.get("subsets") or ():
+            for port in subset.get("ports") or ():
+                port.setdefault("protocol", "TCP")
+        subsets = body.get("subsets")
+        if isinstance(subsets, list):
+            subsets.sort(key=lambda s: repr(s))
+
+
+def normalize_secret(body: dict[str, Any]) -> None:
+    """Fold `stringData` into base64 `data`; null data values become ""."""
+    string_data = body.pop("stringData", None)
+    data = body.get("data")
+    if isinstance(string_data, Mapping):
+        data = dict(data) if isinstance(data, Mapping) else {}
+        for k, v in string_data.items():
+            data[k] = base64.b64encode(str(v).encode()).decode() if isinstance(v, str) else v
+        body["data"] = data
+    if isinstance(data, Mapping):
+        body["data"] = {k: ("" if v is None else v) for k, v in data.items()}
+
+
+def drop_status(body: dict[str, Any], key: model.ObjectKey, settings: model.Settings) -> None:
+    """`status` is never compared (resource.compareoptions.ignoreResourceStatusField)."""
+    if settings.ignore_status == "all" or (settings.ignore_status == "crd" and not _builtin(key)):
+        body.pop("status", None)
+
+
+_BUILTIN_GROUPS = re.compile(r"^$|\.k8s\.io$|^apps$|^batch$|^policy$|^autoscaling$|^extensions$")
+
+
+def _builtin(key: model.ObjectKey) -> bool:
+    return bool(_BUILTIN_GROUPS.search(key.group))
+
+
+def last_applied(live: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The parsed last-applied-configuration annotation, or None when absent or unparsable."""
+    import json
+
+    annotations = (live.get("metadata") or {}).get("annotations") or {}
+    raw = annotations.get(LAST_APPLIED)
+    if not isinstance(raw, str):
+        return None
+    try:
+        parsed = json.loads(raw)
+    except ValueError:
+        return None
+    return parsed if isinstance(parsed, dict) else None
+
+
+def strip_for_patch(body: dict[str, Any]) -> None:
+    """Before the 3-way patch: namespace and empty annotations out of desired and original."""
+    metadata = body.get("metadata")
+    if isinstance(metadata, dict):
+        metadata.pop("namespace", None)
+        if not metadata.get("annotations"):
+            metadata.pop("annotations", None)
+
+
+# --------------------------------------------------------------------------- ignoreDifferences
+
+
+@dataclass(frozen=True, slots=True)
+class ActiveRule:
+    """An ignore rule matched to one object, with the plugin that contributed it."""
+
+    rule: model.IgnoreRule
+    plugin: str
+
+    @property
+    def label(self) -> str:
+        return self.rule.rule_id or f"{self.rule.origin} {self.rule.group}/{self.rule.kind}"
+
+
+def matching_rules(
+    rules: Iterable[tuple[str, model.IgnoreRule]], key: model.ObjectKey
+) -> list[ActiveRule]:
+    """The ignore rules whose group/kind globs and name/namespace select this object."""
+    out = []
+    for plugin, rule in rules:
+        if not _glob(rule.group, key.group) or not _glob(rule.kind, key.kind):
+            continue
+        if rule.name and rule.name != key.name:
+            continue
+        if rule.namespace and rule.namespace != key.namespace:
+            continue
+        out.append(ActiveRule(rule, plugin))
+    return out
+
+
+def _glob(pattern: str, value: str) -> bool:
+    if not pattern:
+        return value == ""
+    return _compile_glob(pattern)(value)
+
+
+@lru_cache(maxsize=512)
+def _compile_glob(pattern: str) -> Callable[[str], bool]:
+    """gobwas/glob without separators: `*`, `?`, `[...]`, `{a,b}`."""
+    alternatives = [pattern]
+    match = re.search(r"\{([^{}]*)\}", pattern)
+    if match:
+        alternatives = [
+            pattern[: match.start()] + alt + pattern[match.end() :]
+            for alt in match.group(1).split(",")
+        ]
+    regexes = [re.compile(fnmatch.translate(alt)) for alt in alternatives]
+    return lambda value: any(r.match(value) for r in regexes)
+
+
+def parse_pointer(pointer: str) -> list[str]:
+    if pointer == "":
+        return []
+    if not pointer.startswith("/"):
+        raise AppError(f"ignoreDifferences: JSON pointer {pointer!r} must start with '/'")
+    return [p.replace("~1", "/").replace("~0", "~") for p in pointer[1:].split("/")]
+
+
+def remove_pointer(body: Any, pointer: str) -> bool:
+    """RFC 6902 remove; a missing path is silently ignored, as Argo CD does. True if removed."""
+    parts = parse_pointer(pointer)
+    if not parts:
+        return False
+    node = body
+    for part in parts[:-1]:
+        node = _step(node, part)
+        if node is None:
+            return False
+    last = parts[-1]
+    if isinstance(node, dict) and last in node:
+        del node[last]
+        return True
+    if isinstance(node, list) and last.isdigit() and int(last) < len(node):
+        del node[int(last)]
+        return True
+    return False
+
+
+def _step(node: Any, part: str) -> Any:
+    if isinstance(node, dict):
+        return node.get(part)
+    if isinstance(node, list) and part.isdigit() and int(part) < len(node):
+        return node[int(part)]
+    return None
+
+
+@lru_cache(maxsize=256)
+def _jq_program(expr: str) -> Any:
+    import jq
+
+    try:
+        return jq.compile(f"del({expr})")
+    except ValueError as exc:
+        raise AppError(
+            f"ignoreDifferences: invalid jq path expression {expr!r}: {str(exc).splitlines()[0]}"
+        ) from None
+
+
+def remove_jq(body: Any, expr: str) -> Any:
+    """`del(<expr>)` with real jq semantics; must yield exactly one document."""
+    program = _jq_program(expr)
+    try:
+        results = program.input_value(body).all()
+    except ValueError:
+        return body  # Argo CD skips an expression that fails on this object
+    return results[0] if len(results) == 1 else body
+
+
+def apply_ignores(
+    body: Any,
+    rules: Sequence[ActiveRule],
+    managed_paths: Mapping[str, Sequence[model.FieldPath]] | None = None,
+) -> Any:
+    """Remove every field the rules name (pointer, jq, and the per-rule managed-field paths)."""
+    for active in rules:
+        for pointer in active.rule.json_pointers:
+            remove_pointer(body, pointer)
+        for expr in active.rule.jq_paths:
+            body = remove_jq(body, expr)
+        for path in (managed_paths or {}).get(active.label, ()):
+            remove_path(body, path)
+    return body
+
+
+def remove_path(body: Any, path: model.FieldPath) -> bool:
+    """Delete the field at a FieldPath (merge-keyed items found by key)."""
+    if not path:
+        return False
+    found, parent = model.lookup(body, path[:-1])
+    if not found:
+        return False
+    last = path[-1]
+    if isinstance(last, model.ListKey) and isinstance(parent, list):
+        for i, item in enumerate(parent):
+            if last.matches(item):
+                del parent[i]
+                return True
+        return False
+    if isinstance(last, int) and isinstance(parent, list) and last < len(parent):
+        del parent[last]
+        return True
+    if isinstance(last, str) and isinstance(parent, dict) and last in parent:
+        del parent[last]
+        return True
+    return False
+
+
+def trusted_manager_paths(
+    live: Mapping[str, Any], rules: Sequence[ActiveRule]
+) -> dict[str, list[model.FieldPath]]:
+    """For managedFieldsManagers rules: the live fields each rule's managers own."""
+    out: dict[str, list[model.FieldPath]] = {}
+    for active in rules:
+        if active.rule.managers:
+            out[active.label] = fields.paths_owned_by(live, active.rule.managers)
+    return out
+
+
+# --------------------------------------------------------------------------- tracking
+
+TRACKING_ID = "argocd.argoproj.io/tracking-id"
+
+
+def normalize_tracking(
+    desired: dict[str, Any], live: dict[str, Any], settings: model.Settings
+) -> None:
+    """Migrating from label to annotation tracking must not look like drift (Argo CD's
+    resource-tracking Normalize): live objects still carrying only the instance label get the
+    desired tracking-id; an instance label git no longer sets is dropped from live."""
+    if settings.tracking_method is model.TrackingMethod.LABEL:
+        return
+    if live.get("kind") == "CustomResourceDefinition":
+        return
+    live_md = live.get("metadata")
+    desired_md = desired.get("metadata")
+    if not isinstance(live_md, dict) or not isinstance(desired_md, dict):
+        return
+    live_labels = live_md.get("labels")
+    if not isinstance(live_labels, dict) or settings.instance_label_key not in live_labels:
+        return
+    live_annotations = live_md.get("annotations")
+    desired_id = (desired_md.get("annotations") or {}).get(TRACKING_ID)
+    has_id = isinstance(live_annotations, dict) and TRACKING_ID in live_annotations
+    if not has_id and desired_id is not None:
+        annotations = dict(live_annotations) if isinstance(live_annotations, dict) else {}
+        annotations[TRACKING_ID] = desired_id
+        live_md["annotations"] = annotations
+    if settings.instance_label_key not in (desired_md.get("labels") or {}):
+        labels = dict(live_labels)
+        del labels[settings.instance_label_key]
+        live_md["labels"] = labels

@@ -1,0 +1,294 @@
+"""Turns a Report into its documented JSON form, text tables, YAML, and --query results."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from collections.abc import Mapping
+from typing import Any
+
+import jmespath
+import jmespath.exceptions
+import yaml
+from tabulate import tabulate
+
+from kubectl_gitdrift import model
+from kubectl_gitdrift.errors import UsageError
+
+SCHEMA_VERSION = "gitdrift/v1"
+
+
+# --------------------------------------------------------------------------- JSON form
+
+
+def to_dict(report: model.Report) -> dict[str, Any]:
+    """The stable JSON contract (docs/report-schema.md). No timestamps of our own."""
+    apps = [_app(a) for a in report.applications]
+    return {
+        "apiVersion": SCHEMA_VERSION,
+        "kind": "Report",
+        "mode": report.mode,
+        "applications": apps,
+        "summary": {
+            "applications": len(apps),
+            "outOfSync": sum(1 for a in apps if a["sync"]["status"] == "OutOfSync"),
+            "unknown": sum(1 for a in apps if a["sync"]["status"] == "Unknown"),
+        },
+    }
+
+
+def _app(app: model.AppReport) -> dict[str, Any]:
+    spec = app.application
+    return {
+        "name": app.name,
+        "namespace": app.namespace,
+        "syncPolicy": None if spec is None else _policy(spec.sync_policy),
+        "lastSync": None if spec is None or spec.last_sync is None else _history(spec.last_sync),
+        "sync": {
+            "status": app.sync_status.value,
+            "argocdStatus": app.argocd_sync_status or None,
+            "revision": app.revision,
+            "source": app.source,
+        },
+        "resources": [_resource(d) for d in app.resources],
+        "findings": [_finding(f) for f in app.findings],
+        "remedies": [_remedy(r) for r in app.remedies],
+        "notes": list(app.notes),
+    }
+
+
+def _policy(policy: model.SyncPolicy) -> dict[str, Any]:
+    return {
+        "automated": policy.automated,
+        "prune": policy.prune,
+        "selfHeal": policy.self_heal,
+        "syncOptions": list(policy.sync_options),
+    }
+
+
+def _history(entry: model.HistoryEntry) -> dict[str, Any]:
+    return {
+        "id": entry.id,
+        "revision": entry.revision,
+        "deployedAt": entry.deployed_at,
+        "automated": entry.automated,
+        "initiatedBy": entry.initiated_by or None,
+    }
+
+
+def _key(key: model.ObjectKey) -> dict[str, str]:
+    return {"group": key.group, "kind": key.kind, "namespace": key.namespace, "name": key.name}
+
+
+def _resource(drift: model.Drift) -> dict[str, Any]:
+    side = drift.live if drift.live is not None else drift.desired
+    return {
+        **_key(drift.key),
+        "status": drift.status.value or None,
+        "origin": drift.origin,
+        "reason": drift.reason or None,
+        "changes": [_change(c, side) for c in drift.changes],
+        "suppressed": [
+            {**_change(s.change, side), "rule": s.rule, "plugin": s.plugin}
+            for s in drift.suppressed
+        ],
+    }
+
+
+def _change(change: model.Change, side: Any) -> dict[str, Any]:
+    owner = change.owner
+    return {
+        "op": change.op.value,
+        "path": model.display_path(change.path),
+        "pointer": model.pointer(change.path, side),
+        "desired": change.desired,
+        "live": change.live,
+        "secret": change.secret,
+        "owner": None
+        if owner is None
+        else {
+            "manager": owner.manager,
+            "operation": owner.operation,
+            "subresource": owner.subresource or None,
+            "time": owner.time,
+        },
+    }
+
+
+def _finding(finding: model.Finding) -> dict[str, Any]:
+    return {
+        "code": finding.code,
+        "severity": finding.severity.name.lower(),
+        "message": finding.message,
+        "resource": _key(finding.key) if finding.key else None,
+        "path": model.display_path(finding.path) if finding.path else None,
+        "evidence": dict(finding.evidence),
+        "hint": finding.hint,
+        "rule": finding.rule,
+        "plugin": finding.plugin,
+    }
+
+
+def _remedy(remedy: model.Remedy) -> dict[str, Any]:
+    return {
+        "kind": remedy.kind.value,
+        "title": remedy.title,
+        "steps": list(remedy.steps),
+        "commands": list(remedy.commands),
+        "file": remedy.file,
+        "line": remedy.line,
+        "snippet": remedy.snippet,
+    }
+
+
+def render_json(report: model.Report) -> str:
+    return json.dumps(to_dict(report), indent=2, sort_keys=True) + "\n"
+
+
+def render_yaml(report: model.Report) -> str:
+    return yaml.safe_dump(to_dict(report), sort_keys=True, default_flow_style=False)
+
+
+def query(data: Mapping[str, Any], expression: str) -> str:
+    """--query: JMESPath over the JSON form; a bad expression is a usage error naming the flag."""
+    try:
+        compiled = jmespath.compile(expression)
+    except jmespath.exceptions.JMESPathError as exc:
+        raise UsageError(f"--query {expression!r}: {str(exc).splitlines()[0]}") from None
+    result = compiled.search(data)
+    if isinstance(result, str):
+        return result + "\n"
+    return json.dumps(result, indent=2, sort_keys=True) + "\n"
+
+
+# --------------------------------------------------------------------------- text
+
+
+_MARK = {model.Severity.ERROR: "✗", model.Severity.WARNING: "!", model.Severity.INFO: "i"}
+
+
+def render_text(report: model.Report, *, show_suppressed: bool = False) -> str:
+    """The human report: what differs, who wrote it, why it persists, how to fix it."""
+    return "\n".join(_text_app(a, show_suppressed) for a in report.applications)
+
+
+def _text_app(app: model.AppReport, show_suppressed: bool) -> str:
+    lines = [
+        f"Application {app.namespace}/{app.name}: {app.sync_status.value}"
+        + (f" (Argo CD says {app.argocd_sync_status})" if app.argocd_sync_status else ""),
+        f"Source: {app.source}",
+    ]
+    spec = app.application
+    if spec is not None:
+        lines.append(f"Sync policy: {_policy_text(spec.sync_policy)}")
+        last = spec.last_sync
+        if last is not None:
+            by = "automated" if last.automated else (last.initiated_by or "manual")
+            lines.append(f"Last sync: {last.revision[:12]} at {last.deployed_at} ({by})")
+    lines.append("")
+    rows = [[d.key.display(), d.status.value or "-", len(d.changes) or ""] for d in app.resources]
+    lines.append(tabulate(rows, headers=["RESOURCE", "STATUS", "CHANGES"], tablefmt="simple"))
+    changed = [(d, c) for d in app.resources for c in d.changes]
+    if changed:
+        lines += ["", "DRIFT"]
+        table = [
+            [d.key.short(), model.display_path(c.path), _cell(c.desired), _cell(c.live), _owner(c)]
+            for d, c in changed
+        ]
+        lines.append(
+            tabulate(
+                table,
+                headers=["RESOURCE", "FIELD", "GIT", "LIVE", "WRITTEN BY"],
+                tablefmt="simple",
+                disable_numparse=True,
+            )
+        )
+    suppressed = [(d, s) for d in app.resources for s in d.suppressed]
+    if suppressed and show_suppressed:
+        lines += ["", "SUPPRESSED (not counted as drift)"]
+        table = [
+            [
+                d.key.short(),
+                model.display_path(s.change.path),
+                _cell(s.change.desired),
+                _cell(s.change.live),
+                s.rule,
+                s.plugin,
+            ]
+            for d, s in suppressed
+        ]
+        lines.append(
+            tabulate(
+                table,
+                headers=["RESOURCE", "FIELD", "GIT", "LIVE", "RULE", "PLUGIN"],
+                tablefmt="simple",
+                disable_numparse=True,
+            )
+        )
+    elif suppressed:
+        lines += [
+            "",
+            f"{len(suppressed)} difference(s) hidden by ignore rules (--show-suppressed).",
+        ]
+    unknown = [d for d in app.resources if d.status is model.ResourceStatus.UNKNOWN]
+    for drift in unknown:
+        lines.append(f"Unknown: {drift.key.short()}: {drift.reason}")
+    if app.findings:
+        lines += ["", "WHY"]
+        for f in app.findings:
+            lines += _wrap(f"{_MARK[f.severity]} [{f.code}] {f.message}", "    ")
+    fixes = [r for r in app.remedies if r.kind in (model.RemedyKind.ADOPT, model.RemedyKind.REVERT)]
+    sections = [
+        ("FIX (pick one)", fixes),
+        ("PREVENT", [r for r in app.remedies if r.kind is model.RemedyKind.PREVENT]),
+        ("VERIFY", [r for r in app.remedies if r.kind is model.RemedyKind.VERIFY]),
+    ]
+    for title, remedies in sections:
+        if not remedies:
+            continue
+        lines += ["", title]
+        for n, remedy in enumerate(remedies, 1):
+            if len(remedies) > 1:
+                lines.append(f"{n}. {remedy.title}")
+            for step in remedy.steps:
+                lines += _wrap(f"- {step}", "    ", indent="  ")
+            for command in remedy.commands:
+                lines.append(f"  $ {command}")
+    if app.notes:
+        lines += ["", "NOTES"]
+        for note in app.notes:
+            lines += _wrap(f"- {note}", "    ")
+    return "\n".join(lines) + "\n"
+
+
+def _policy_text(policy: model.SyncPolicy) -> str:
+    if not policy.automated:
+        return "manual (automated sync off)"
+    flags = [f"prune: {str(policy.prune).lower()}", f"selfHeal: {str(policy.self_heal).lower()}"]
+    return f"automated ({', '.join(flags)})"
+
+
+def _wrap(text: str, subsequent: str, indent: str = "") -> list[str]:
+    return textwrap.wrap(
+        text,
+        width=100,
+        initial_indent=indent,
+        subsequent_indent=indent + subsequent,
+        break_on_hyphens=False,
+        break_long_words=False,
+    )
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return "(unset)"
+    text = value if isinstance(value, str) else json.dumps(value, sort_keys=True)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _owner(change: model.Change) -> str:
+    owner = change.owner
+    if owner is None:
+        return "(unknown)"
+    via = f", /{owner.subresource}" if owner.subresource else ""
+    return f"{owner.manager} ({owner.operation}{via}, {owner.time or 'no time recorded'})"

@@ -1,0 +1,214 @@
+"""Argo CD resource tracking: the tracking-id it writes, and which live objects it claims."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from kubectl_gitdrift import model
+
+TRACKING_ID = "argocd.argoproj.io/tracking-id"
+INSTALLATION_ID = "argocd.argoproj.io/installation-id"
+
+# Kinds that are cluster-scoped, for when neither discovery nor a live object can tell.
+CLUSTER_SCOPED = frozenset(
+    {
+        ("", "Namespace"), ("", "Node"), ("", "PersistentVolume"), ("", "ComponentStatus"),
+        ("rbac.authorization.k8s.io", "ClusterRole"),
+        ("rbac.authorization.k8s.io", "ClusterRoleBinding"),
+        ("apiextensions.k8s.io", "CustomResourceDefinition"),
+        ("apiregistration.k8s.io", "APIService"),
+        ("admissionregistration.k8s.io", "MutatingWebhookConfiguration"),
+        ("admissionregistration.k8s.io", "ValidatingWebhookConfiguration"),
+        ("admissionregistration.k8s.io", "ValidatingAdmissionPolicy"),
+        ("admissionregistration.k8s.io", "ValidatingAdmissionPolicyBinding"),
+        ("admissionregistration.k8s.io", "MutatingAdmissionPolicy"),
+        ("admissionregistration.k8s.io", "MutatingAdmissionPolicyBinding"),
+        ("storage.k8s.io", "StorageClass"), ("storage.k8s.io", "CSIDriver"),
+        ("storage.k8s.io", "CSINode"), ("storage.k8s.io", "VolumeAttachment"),
+        ("scheduling.k8s.io", "PriorityClass"), ("node.k8s.io", "RuntimeClass"),
+        ("networking.k8s.io", "IngressClass"), ("networking.k8s.io", "IPAddress"),
+        ("networking.k8s.io", "ServiceCIDR"),
+        ("flowcontrol.apiserver.k8s.io", "FlowSchema"),
+        ("flowcontrol.apiserver.k8s.io", "PriorityLevelConfiguration"),
+        ("certificates.k8s.io", "CertificateSigningRequest"),
+        ("policy", "PodSecurityPolicy"),
+    }
+)  # fmt: skip
+
+# namespaced(group, kind) -> True / False / None (unknown)
+ScopeFn = Callable[[str, str], "bool | None"]
+
+
+def default_scope(group: str, kind: str) -> bool | None:
+    return (group, kind) not in CLUSTER_SCOPED
+
+
+def instance_name(app: model.Application, settings: model.Settings) -> str:
+    """The app's name in tracking values: `<ns>_<name>` for apps outside Argo CD's namespace."""
+    if app.namespace and app.namespace != settings.controller_namespace:
+        return f"{app.namespace}_{app.name}"
+    return app.name
+
+
+def tracking_id(instance: str, key: model.ObjectKey, dest_namespace: str) -> str:
+    return f"{instance}:{key.group}/{key.kind}:{key.namespace or dest_namespace}/{key.name}"
+
+
+@dataclass(frozen=True, slots=True)
+class TrackingId:
+    app: str
+    group: str
+    kind: str
+    namespace: str
+    name: str
+
+
+def parse(value: str) -> TrackingId | None:
+    """`app:group/kind:namespace/name`, or None when malformed (Argo CD: untracked)."""
+    parts = value.split(":", 2)
+    if len(parts) != 3:
+        return None
+    app, group_kind, ns_name = parts
+    gk = group_kind.split("/")
+    nn = ns_name.split("/")
+    if not app or len(gk) != 2 or len(nn) != 2 or not gk[1] or not nn[1]:
+        return None
+    return TrackingId(app, gk[0], gk[1], nn[0], nn[1])
+
+
+def _annotations(body: Mapping[str, Any]) -> Mapping[str, Any]:
+    return (body.get("metadata") or {}).get("annotations") or {}
+
+
+def _labels(body: Mapping[str, Any]) -> Mapping[str, Any]:
+    return (body.get("metadata") or {}).get("labels") or {}
+
+
+def _is_crd(key: model.ObjectKey) -> bool:
+    return key.group == "apiextensions.k8s.io" and key.kind == "CustomResourceDefinition"
+
+
+# --------------------------------------------------------------------------- desired side
+
+
+def prepare_desired(
+    manifests: Sequence[model.Manifest],
+    app: model.Application,
+    settings: model.Settings,
+    scope: ScopeFn = default_scope,
+) -> tuple[list[model.Manifest], list[model.ObjectKey]]:
+    """What Argo CD does to rendered objects before comparing: default the namespace of
+    namespaced objects, clear it on cluster-scoped ones, write the tracking metadata, and keep
+    the last of duplicates. Returns the objects and the keys that were duplicated."""
+    instance = instance_name(app, settings)
+    by_key: dict[model.ObjectKey, model.Manifest] = {}
+    duplicates: list[model.ObjectKey] = []
+    for manifest in manifests:
+        body = copy.deepcopy(dict(manifest.body))
+        metadata = body.setdefault("metadata", {})
+        key = manifest.key
+        namespaced = scope(key.group, key.kind)
+        if namespaced is False and metadata.get("namespace"):
+            metadata.pop("namespace")
+        elif namespaced is not False and not metadata.get("namespace") and app.dest_namespace:
+            metadata["namespace"] = app.dest_namespace
+        key = model.ObjectKey.of(body)
+        if not _is_crd(key):
+            _write_tracking(body, key, instance, app, settings)
+        if key in by_key:
+            duplicates.append(key)
+        by_key[key] = model.Manifest(key, body, manifest.origin)
+    return list(by_key.values()), sorted(set(duplicates))
+
+
+def _write_tracking(
+    body: dict[str, Any],
+    key: model.ObjectKey,
+    instance: str,
+    app: model.Application,
+    settings: model.Settings,
+) -> None:
+    metadata = body["metadata"]
+    method = settings.tracking_method
+    if method in (model.TrackingMethod.ANNOTATION, model.TrackingMethod.ANNOTATION_AND_LABEL):
+        annotations = dict(metadata.get("annotations") or {})
+        annotations[TRACKING_ID] = tracking_id(instance, key, app.dest_namespace)
+        if settings.installation_id:
+            annotations[INSTALLATION_ID] = settings.installation_id
+        else:
+            annotations.pop(INSTALLATION_ID, None)
+        metadata["annotations"] = annotations
+    if method in (model.TrackingMethod.LABEL, model.TrackingMethod.ANNOTATION_AND_LABEL):
+        labels = dict(metadata.get("labels") or {})
+        value = instance if method is model.TrackingMethod.LABEL else _truncate_label(instance)
+        labels[settings.instance_label_key] = value
+        metadata["labels"] = labels
+
+
+def _truncate_label(value: str) -> str:
+    if len(value) <= 63:
+        return value
+    return value[:63].rstrip("-_.")
+
+
+def is_hook(body: Mapping[str, Any]) -> bool:
+    """Argo CD and Helm hooks (and Skip) are not compared and get no sync status."""
+    annotations = _annotations(body)
+    if annotations.get("argocd.argoproj.io/hook"):
+        return True
+    helm_hook = str(annotations.get("helm.sh/hook") or "")
+    return bool(helm_hook) and helm_hook != "crd-install"
+
+
+# --------------------------------------------------------------------------- live side
+
+
+def app_of(body: Mapping[str, Any], settings: model.Settings) -> str | None:
+    """The app instance that tracks this live object, per the tracking method, or None."""
+    if (
+        settings.installation_id
+        and _annotations(body).get(INSTALLATION_ID) != settings.installation_id
+    ):
+        return None
+    if settings.tracking_method is model.TrackingMethod.LABEL:
+        value = _labels(body).get(settings.instance_label_key)
+        return str(value) if value else None
+    raw = _annotations(body).get(TRACKING_ID)
+    if not isinstance(raw, str):
+        return None
+    parsed = parse(raw)
+    return parsed.app if parsed else None
+
+
+def self_referenced(
+    body: Mapping[str, Any], key: model.ObjectKey, settings: model.Settings
+) -> bool:
+    """Does the tracking-id describe this very object (not one copied from elsewhere)?"""
+    if settings.tracking_method is model.TrackingMethod.LABEL:
+        return True
+    raw = _annotations(body).get(TRACKING_ID)
+    parsed = parse(raw) if isinstance(raw, str) else None
+    if parsed is None:
+        return True
+    return (
+        parsed.group == key.group
+        and parsed.kind == key.kind
+        and parsed.name == key.name
+        and (key.namespace == "" or parsed.namespace == key.namespace)
+    )
+
+
+def tracked_roots(
+    live: Iterable[model.Manifest], instance: str, settings: model.Settings
+) -> list[model.Manifest]:
+    """Live objects this app claims: tracking resolves to it and it has no owner."""
+    out = []
+    for manifest in live:
+        if (manifest.body.get("metadata") or {}).get("ownerReferences"):
+            continue
+        if app_of(manifest.body, settings) == instance:
+            out.append(manifest)
+    return out

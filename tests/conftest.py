@@ -1,0 +1,98 @@
+"""Shared fixtures: run the CLI in-process, build scenario git repos, check golden files."""
+
+from __future__ import annotations
+
+import importlib.util
+import io
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from kubectl_gitdrift import cli, plugins
+
+ROOT = Path(__file__).resolve().parent.parent
+TESTDATA = ROOT / "testdata"
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--update-golden",
+        action="store_true",
+        help="rewrite testdata golden files from the current output (review the git diff!)",
+    )
+
+
+@dataclass
+class Result:
+    exit_code: int
+    stdout: str
+    stderr: str
+
+
+@pytest.fixture
+def run_cli() -> Callable[..., Result]:
+    """Run `kubectl gitdrift ARGS` in-process, capturing both streams."""
+
+    def run(args: Sequence[str], *, prog: str = "kubectl gitdrift") -> Result:
+        out, err = io.StringIO(), io.StringIO()
+        code = cli.main(list(args), stdout=out, stderr=err, prog=prog)
+        return Result(code, out.getvalue(), err.getvalue())
+
+    return run
+
+
+@pytest.fixture
+def pm() -> plugins.PluginManager:
+    """A fresh plugin manager with the built-ins only."""
+    return plugins.make_plugin_manager(entry_points=False)
+
+
+def _load_make_repo():  # type: ignore[no-untyped-def]
+    spec = importlib.util.spec_from_file_location("make_repo", TESTDATA / "make_repo.py")
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault("make_repo", module)
+    spec.loader.exec_module(module)
+    return module
+
+
+_REPOS: dict[Path, Path] = {}
+
+
+@pytest.fixture(scope="session")
+def build_repo(tmp_path_factory: pytest.TempPathFactory) -> Callable[[Path], Path]:
+    """Turn a repo-src folder (make_repo layout) into a real git repo, once per session."""
+    make_repo = _load_make_repo()
+
+    def build(src: Path) -> Path:
+        src = src.resolve()
+        if src not in _REPOS:
+            dest = tmp_path_factory.mktemp("repo")
+            dest.rmdir()
+            make_repo.build_repo(src, dest)
+            _REPOS[src] = dest
+        return _REPOS[src]
+
+    return build
+
+
+class Golden:
+    def __init__(self, update: bool) -> None:
+        self.update = update
+
+    def check(self, path: Path, actual: str) -> None:
+        if self.update:
+            path.write_text(actual)
+            return
+        assert path.exists(), f"{path} missing: run pytest --update-golden and review it"
+        expected = path.read_text()
+        assert actual == expected, f"{path.name} differs (pytest --update-golden rewrites it)"
+
+
+@pytest.fixture
+def golden(request: pytest.FixtureRequest) -> Golden:
+    return Golden(bool(request.config.getoption("--update-golden")))
