@@ -35,8 +35,9 @@ def predict(orig: Any, desired: Any, live: Any, node: Node | None, *, strategic:
         orig_map = orig if isinstance(orig, Mapping) else {}
         for key, value in desired.items():
             child = node.field(key) if node is not None else None
-            if value is None:
-                result.pop(key, None)
+            if value is None:  # an explicit null deletes, unless live is null already
+                if live.get(key) is not None:
+                    del result[key]
             elif key in live:
                 result[key] = predict(
                     orig_map.get(key), value, live[key], child, strategic=strategic

@@ -48,7 +48,9 @@ class Options:
 
 def run(inputs: Inputs, pm: pluggy.PluginManager, opts: Options) -> model.AppReport:
     app, settings = inputs.app, inputs.settings
-    desired, duplicates = tracking.prepare_desired(inputs.desired, app, settings, opts.scope)
+    desired, duplicates, defaulted = tracking.prepare_desired(
+        inputs.desired, app, settings, opts.scope
+    )
     hooks = [m for m in desired if tracking.is_hook(m.body)]
     desired = [m for m in desired if not tracking.is_hook(m.body)]
     live_by_key = {m.key: m for m in inputs.live}
@@ -69,9 +71,11 @@ def run(inputs: Inputs, pm: pluggy.PluginManager, opts: Options) -> model.AppRep
     )
 
     drifts: list[model.Drift] = []
-    desired_keys = set()
+    notes = list(inputs.notes)
+    tracked = tracking.tracked_roots(inputs.live, instance, settings)
+    desired_keys = {m.key for m in desired}
+    paired: set[model.ObjectKey] = set()
     for manifest in desired:
-        desired_keys.add(manifest.key)
         reason = unreadable.get(manifest.key) or unreadable.get(_kind_key(manifest.key))
         if reason:
             drifts.append(
@@ -83,9 +87,21 @@ def run(inputs: Inputs, pm: pluggy.PluginManager, opts: Options) -> model.AppRep
                 )
             )
             continue
-        drifts.append(diff.compare(manifest, live_by_key.get(manifest.key), ctx))
-    for manifest in tracking.tracked_roots(inputs.live, instance, settings):
-        if manifest.key in desired_keys:
+        live = live_by_key.get(manifest.key)
+        if live is None and manifest.key in defaulted:
+            live = _moved(manifest.key, tracked, desired_keys)
+            if live is not None:
+                notes.append(
+                    f"{manifest.key.short()}: git sets no namespace and the app's destination "
+                    f"is {manifest.key.namespace!r}, but the object this app tracks lives in "
+                    f"{live.key.namespace!r}; compared with that one"
+                )
+                manifest = tracking.relocate(manifest, live.key.namespace, app, settings)
+        if live is not None:
+            paired.add(live.key)
+        drifts.append(diff.compare(manifest, live, ctx))
+    for manifest in tracked:
+        if manifest.key in desired_keys or manifest.key in paired:
             continue
         if not tracking.self_referenced(manifest.body, manifest.key, settings):
             continue
@@ -98,7 +114,6 @@ def run(inputs: Inputs, pm: pluggy.PluginManager, opts: Options) -> model.AppRep
     drifts.sort(key=lambda d: d.key)
 
     managed_known = any(fields.has_managed_fields(m.body) for m in inputs.live)
-    notes = list(inputs.notes)
     if inputs.live and not managed_known:
         notes.append(
             "the live objects carry no managedFields (kubectl get hides them unless "
@@ -125,6 +140,19 @@ def run(inputs: Inputs, pm: pluggy.PluginManager, opts: Options) -> model.AppRep
         notes=tuple(notes),
         application=app,
     )
+
+
+def _moved(
+    key: model.ObjectKey, tracked: Sequence[model.Manifest], desired: set[model.ObjectKey]
+) -> model.Manifest | None:
+    """The one tracked live object with this group/kind/name in another namespace, if any."""
+    same = [
+        m
+        for m in tracked
+        if (m.key.group, m.key.kind, m.key.name) == (key.group, key.kind, key.name)
+        and m.key not in desired
+    ]
+    return same[0] if len(same) == 1 else None
 
 
 def _kind_key(key: model.ObjectKey) -> model.ObjectKey:

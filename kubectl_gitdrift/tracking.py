@@ -99,13 +99,15 @@ def prepare_desired(
     app: model.Application,
     settings: model.Settings,
     scope: ScopeFn = default_scope,
-) -> tuple[list[model.Manifest], list[model.ObjectKey]]:
+) -> tuple[list[model.Manifest], list[model.ObjectKey], set[model.ObjectKey]]:
     """What Argo CD does to rendered objects before comparing: default the namespace of
     namespaced objects, clear it on cluster-scoped ones, write the tracking metadata, and keep
-    the last of duplicates. Returns the objects and the keys that were duplicated."""
+    the last of duplicates. Returns the objects, the keys that were duplicated, and the keys
+    whose namespace git left unset (defaulted here)."""
     instance = instance_name(app, settings)
     by_key: dict[model.ObjectKey, model.Manifest] = {}
     duplicates: list[model.ObjectKey] = []
+    defaulted: set[model.ObjectKey] = set()
     for manifest in manifests:
         body = copy.deepcopy(dict(manifest.body))
         metadata = body.setdefault("metadata", {})
@@ -115,13 +117,25 @@ def prepare_desired(
             metadata.pop("namespace")
         elif namespaced is not False and not metadata.get("namespace") and app.dest_namespace:
             metadata["namespace"] = app.dest_namespace
+            defaulted.add(model.ObjectKey.of(body))
         key = model.ObjectKey.of(body)
         if not _is_crd(key):
             _write_tracking(body, key, instance, app, settings)
         if key in by_key:
             duplicates.append(key)
         by_key[key] = model.Manifest(key, body, manifest.origin)
-    return list(by_key.values()), sorted(set(duplicates))
+    return list(by_key.values()), sorted(set(duplicates)), defaulted
+
+
+def relocate(
+    manifest: model.Manifest, namespace: str, app: model.Application, settings: model.Settings
+) -> model.Manifest:
+    """The desired object as if git had put it in `namespace` (tracking rewritten to match)."""
+    body = copy.deepcopy(dict(manifest.body))
+    body.setdefault("metadata", {})["namespace"] = namespace
+    key = model.ObjectKey.of(body)
+    _write_tracking(body, key, instance_name(app, settings), app, settings)
+    return model.Manifest(key, body, manifest.origin)
 
 
 def _write_tracking(
