@@ -8,7 +8,7 @@ import sys
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TextIO
+from typing import IO, TextIO
 
 from kubectl_gitdrift import (
     __version__,
@@ -31,8 +31,26 @@ from kubectl_gitdrift.sources import render as source_render
 SUBCOMMANDS = ("snapshot", "plugins", "rules", "version")
 
 
-def build_parser(prog: str = "kubectl gitdrift") -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+class _Parser(argparse.ArgumentParser):
+    """argparse writing help and errors to the streams main() was given, not sys.*."""
+
+    out: TextIO | None = None
+    err: TextIO | None = None
+
+    def _print_message(self, message: str, file: IO[str] | None = None) -> None:
+        if not message:
+            return
+        stream = self.err if file is sys.stderr else self.out
+        (stream or file or sys.stdout).write(message)
+
+
+def _streams(parser: _Parser, out: TextIO, err: TextIO) -> _Parser:
+    parser.out, parser.err = out, err
+    return parser
+
+
+def build_parser(prog: str = "kubectl gitdrift") -> _Parser:
+    parser = _Parser(
         prog=prog,
         description=(
             "Explain why an Argo CD Application is OutOfSync: what differs between git and the "
@@ -122,8 +140,8 @@ def build_parser(prog: str = "kubectl gitdrift") -> argparse.ArgumentParser:
     return parser
 
 
-def build_subparser(command: str, prog: str) -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog=f"{prog} {command}")
+def build_subparser(command: str, prog: str) -> _Parser:
+    parser = _Parser(prog=f"{prog} {command}")
     if command in ("plugins", "rules"):
         parser.add_argument("--plugin", metavar="PATH|MODULE", action="append", default=[])
         parser.add_argument("--disable-plugin", metavar="NAME", action="append", default=[])
@@ -193,7 +211,7 @@ def _error(err: TextIO, exc: GitDriftError, debug: bool) -> None:
 def _dispatch(argv: list[str], out: TextIO, err: TextIO, prog: str) -> ExitCode:
     if argv and argv[0] in SUBCOMMANDS:
         command, rest = argv[0], argv[1:]
-        sub = build_subparser(command, prog).parse_args(rest)
+        sub = _streams(build_subparser(command, prog), out, err).parse_args(rest)
         if command == "version":
             out.write(f"{prog} {__version__}\n")
             return ExitCode.OK
@@ -208,7 +226,7 @@ def _dispatch(argv: list[str], out: TextIO, err: TextIO, prog: str) -> ExitCode:
         if command == "plugins":
             return _plugins(pm, sub.output, out)
         return _rules(pm, sub.output, out)
-    args = build_parser(prog).parse_args(argv)
+    args = _streams(build_parser(prog), out, err).parse_args(argv)
     return _compare(args, out, err)
 
 
