@@ -543,7 +543,121 @@ def _role_binding(obj: dict[str, Any]) -> None:
             subject["apiGroup"] = _RBAC
 
 
+_ADMISSION = "admissionregistration.k8s.io"
+
+
+def _webhook_configuration(mutating: bool) -> _Defaulter:
+    """SetDefaults_{Mutating,Validating}Webhook, SetDefaults_Rule and SetDefaults_ServiceReference
+    for every webhook of a (Mutating|Validating)WebhookConfiguration."""
+
+    def default(obj: dict[str, Any]) -> None:
+        for webhook in _maps(obj, "webhooks"):
+            _default(webhook, "failurePolicy", "Fail", pointer=True)
+            _default(webhook, "matchPolicy", "Equivalent", pointer=True)
+            _default(webhook, "namespaceSelector", {}, pointer=True)
+            _default(webhook, "objectSelector", {}, pointer=True)
+            _default(webhook, "timeoutSeconds", 10, pointer=True)
+            if mutating:
+                _default(webhook, "reinvocationPolicy", "Never", pointer=True)
+            for rule in _maps(webhook, "rules"):
+                _default(rule, "scope", "*", pointer=True)
+            service = _map(_map(webhook, "clientConfig"), "service")
+            if service is not None:
+                _default(service, "port", 443, pointer=True)
+
+    return default
+
+
+# --------------------------------------------------------------------------- retired versions
+# apps/v1beta1, apps/v1beta2 and extensions/v1beta1 are no longer served, but Argo CD's scheme
+# still decodes and defaults them, so manifests written against them compare as they always did.
+
+
+def _selector_and_labels_from_template(obj: dict[str, Any], spec: dict[str, Any]) -> None:
+    """The beta workload defaulters copy the template labels to an unset selector and to the
+    object's own labels when it has none."""
+    labels = _template_labels(spec)
+    if labels is None:
+        return
+    if spec.get("selector") is None:
+        spec["selector"] = {"matchLabels": copy.deepcopy(labels)}
+    meta = _ensure_map(obj, "metadata")
+    if meta is not None and not meta.get("labels"):
+        meta["labels"] = copy.deepcopy(labels)
+
+
+def _beta_deployment(
+    revision_history: int, progress_deadline: int | None, max_unavailable: Any, max_surge: Any
+) -> _Defaulter:
+    def default(obj: dict[str, Any]) -> None:
+        spec = _ensure_map(obj, "spec")
+        if spec is None:
+            return
+        _selector_and_labels_from_template(obj, spec)
+        _default(spec, "replicas", 1, pointer=True)
+        strategy = _ensure_map(spec, "strategy")
+        if strategy is not None:
+            _default(strategy, "type", "RollingUpdate")
+            if strategy.get("type") == "RollingUpdate":
+                rolling = _ensure_map(strategy, "rollingUpdate")
+                if rolling is not None:
+                    _default(rolling, "maxUnavailable", max_unavailable, pointer=True)
+                    _default(rolling, "maxSurge", max_surge, pointer=True)
+        _default(spec, "revisionHistoryLimit", revision_history, pointer=True)
+        if progress_deadline is not None:
+            _default(spec, "progressDeadlineSeconds", progress_deadline, pointer=True)
+        _pod_template(spec.get("template"))
+
+    return default
+
+
+def _beta1_stateful_set(obj: dict[str, Any]) -> None:
+    """apps/v1beta1 SetDefaults_StatefulSet: as apps/v1, but the update strategy is OnDelete."""
+    spec = _ensure_map(obj, "spec")
+    if spec is None:
+        return
+    _selector_and_labels_from_template(obj, spec)
+    strategy = _ensure_map(spec, "updateStrategy")
+    if strategy is not None and _empty(strategy, "type"):
+        strategy["type"] = "OnDelete"
+    _stateful_set(obj)
+
+
+def _beta_daemon_set(update: str) -> _Defaulter:
+    def default(obj: dict[str, Any]) -> None:
+        spec = _ensure_map(obj, "spec")
+        if spec is None:
+            return
+        _selector_and_labels_from_template(obj, spec)
+        strategy = _ensure_map(spec, "updateStrategy")
+        if strategy is not None and _empty(strategy, "type"):
+            strategy["type"] = update
+        _daemon_set(obj)
+
+    return default
+
+
+def _beta_replica_set(obj: dict[str, Any]) -> None:
+    spec = _ensure_map(obj, "spec")
+    if spec is not None:
+        _selector_and_labels_from_template(obj, spec)
+    _replica_set(obj)
+
+
+_MAX_INT32 = 2**31 - 1
+
 _DEFAULTERS: dict[tuple[str, str, str], _Defaulter] = {
+    (_ADMISSION, "v1", "MutatingWebhookConfiguration"): _webhook_configuration(mutating=True),
+    (_ADMISSION, "v1", "ValidatingWebhookConfiguration"): _webhook_configuration(mutating=False),
+    ("apps", "v1beta1", "Deployment"): _beta_deployment(2, 600, "25%", "25%"),
+    ("apps", "v1beta1", "StatefulSet"): _beta1_stateful_set,
+    ("apps", "v1beta2", "Deployment"): _deployment,
+    ("apps", "v1beta2", "StatefulSet"): _stateful_set,
+    ("apps", "v1beta2", "DaemonSet"): _daemon_set,
+    ("apps", "v1beta2", "ReplicaSet"): _replica_set,
+    ("extensions", "v1beta1", "Deployment"): _beta_deployment(_MAX_INT32, _MAX_INT32, 1, 1),
+    ("extensions", "v1beta1", "DaemonSet"): _beta_daemon_set("OnDelete"),
+    ("extensions", "v1beta1", "ReplicaSet"): _beta_replica_set,
     ("", "v1", "Pod"): _pod,
     ("", "v1", "PodTemplate"): _pod_template_object,
     ("", "v1", "ReplicationController"): _replication_controller,

@@ -7,6 +7,7 @@ for everything else, then predicted and live compared. The only dictdiffer impor
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
@@ -22,13 +23,19 @@ _MISSING = object()
 # --------------------------------------------------------------------------- three-way merge
 
 
-def predict(orig: Any, desired: Any, live: Any, node: Node | None, *, strategic: bool) -> Any:
+def predict(
+    orig: Any, desired: Any, live: Any, node: Node | None, *, strategic: bool, retain: bool = False
+) -> Any:
     """Live after `kubectl apply` of desired, with `orig` (last-applied) saying what to delete.
 
     Keys in desired are set (maps merged recursively); keys in orig but not in desired are
     deleted; everything else in live is kept. Lists with a patch merge key merge item by item;
-    other lists are replaced whole. `strategic=False` is JSON merge semantics (CRDs): every list
-    is atomic and there are no retainKeys.
+    other lists are replaced whole. A map under `retainKeys` (Deployment `strategy`, each item of
+    `volumes`: `retain`) loses the live keys desired does not set. `strategic=False` is JSON
+    merge semantics (CRDs): every list
+    is atomic, there are no retainKeys, and, as gitops-engine diffs git against live *stripped to
+    the keys orig has*, a value git leaves as it was in orig keeps live's server-added keys.
+    Never modifies its inputs; the result may share unchanged parts with `live`.
     """
     if isinstance(desired, Mapping) and isinstance(live, Mapping):
         result = dict(live)
@@ -40,14 +47,14 @@ def predict(orig: Any, desired: Any, live: Any, node: Node | None, *, strategic:
                     del result[key]
             elif key in live:
                 result[key] = predict(
-                    orig_map.get(key), value, live[key], child, strategic=strategic
+                    orig_map.get(key, _MISSING), value, live[key], child, strategic=strategic
                 )
             else:
                 result[key] = _without_nulls(value)
         for key in orig_map:
             if key not in desired:
                 result.pop(key, None)
-        if strategic and node is not None and "retainKeys" in node.patch_strategies:
+        if strategic and (retain or (node is not None and "retainKeys" in node.patch_strategies)):
             for key in list(result):
                 if key not in desired:
                     del result[key]
@@ -60,12 +67,17 @@ def predict(orig: Any, desired: Any, live: Any, node: Node | None, *, strategic:
         and "merge" in node.patch_strategies
     ):
         return _merge_list(orig, desired, live, node)
+    if not strategic and orig is not _MISSING and desired == strip_to(orig, live):
+        return live
     return _without_nulls(desired)
 
 
 def _merge_list(orig: Any, desired: list[Any], live: list[Any], node: Node) -> list[Any]:
     merge_key = node.patch_merge_key
     item_node = node.items()
+    retain = "retainKeys" in node.patch_strategies  # applies to each item of the list
+    if orig is _MISSING:
+        orig = None
     if (
         merge_key is None
     ):  # a set of scalars (finalizers): union, minus what orig had and git dropped
@@ -87,7 +99,11 @@ def _merge_list(orig: Any, desired: list[Any], live: list[Any], node: Node) -> l
         k = _key(item, merge_key)
         desired_keys.add(k)
         if k in live_items:
-            out.append(predict(orig_items.get(k), item, live_items[k], item_node, strategic=True))
+            out.append(
+                predict(
+                    orig_items.get(k), item, live_items[k], item_node, strategic=True, retain=retain
+                )
+            )
         else:
             out.append(_without_nulls(item))
     for item in live:
@@ -209,11 +225,16 @@ def covered(path: model.FieldPath, prefixes: Sequence[model.FieldPath]) -> bool:
 
 
 class SchemaLike(Protocol):
-    def root(self, group: str, version: str, kind: str) -> Node | None: ...
+    def closest(self, group: str, version: str, kind: str) -> Node | None: ...
+    def definition(self, name: str) -> Node | None: ...
 
 
 DefaultsFn = Callable[[str, str, str, dict[str, Any]], dict[str, Any]]
 NormalizerFn = Callable[[model.ObjectKey, dict[str, Any], str], None]
+
+BUILTIN_PREFIX = "io.k8s.api."
+"""Definitions of k8s.io/api types: the kinds Argo CD decodes, defaults and patches strategically.
+"""
 
 
 @dataclass(frozen=True)
@@ -227,121 +248,224 @@ class CompareContext:
     normalizer: NormalizerFn | None = None
 
 
+@dataclass(frozen=True)
+class _Pair:
+    """One desired/live pair, normalized as far as it goes before ignore rules apply."""
+
+    key: model.ObjectKey
+    version: str
+    node: Node | None
+    strategic: bool  # a built-in kind: strategic merge, API defaults
+    desired: dict[str, Any]
+    live: dict[str, Any]
+    orig: dict[str, Any] | None  # last-applied, normalized; None: two-way (desired stands in)
+    raw_live: model.Body
+    defaults: DefaultsFn | None
+
+
+@dataclass(frozen=True)
+class _Outcome:
+    predicted: dict[str, Any]
+    live: dict[str, Any]
+    desired: dict[str, Any]
+    changes: list[model.Change]
+
+
+def type_of(schema: SchemaLike | None, key: model.ObjectKey, version: str) -> Node | None:
+    """The schema Argo CD would decode this object with: a built-in kind's (any version it
+    registers), or None for CRDs and unknown kinds (JSON merge, no type normalization)."""
+    if schema is None:
+        return None
+    node = schema.closest(key.group, version, key.kind)
+    if node is None or not (node.definition or "").startswith(BUILTIN_PREFIX):
+        return None
+    return node
+
+
 def compare(
     desired: model.Manifest | None, live: model.Manifest | None, ctx: CompareContext
 ) -> model.Drift:
     """Compare one desired object with its live counterpart (either may be None)."""
     if desired is None and live is None:
         raise ValueError("compare needs at least one side")
-    key = desired.key if desired is not None else live.key  # type: ignore[union-attr]
     if live is None:
         assert desired is not None
-        return model.Drift(
-            key,
+        predicted = _normalized(desired.body, desired.key, ctx, "desired")
+        drift = model.Drift(
+            desired.key,
             model.ResourceStatus.MISSING,
             origin=desired.origin,
-            desired=mask_if_secret(key, desired.body),
+            desired=predicted,
+            predicted=predicted,
         )
+        return mask_drift(drift) if _is_secret(desired.key) else drift
     if desired is None:
-        return model.Drift(
-            key, model.ResourceStatus.EXTRANEOUS, live=mask_if_secret(key, live.body)
+        drift = model.Drift(
+            live.key,
+            model.ResourceStatus.EXTRANEOUS,
+            live=live.body,
+            normalized_live=_normalized(live.body, live.key, ctx, "live"),
         )
+        return mask_drift(drift) if _is_secret(live.key) else drift
 
-    api_version = str(live.body.get("apiVersion") or desired.body.get("apiVersion") or "")
-    version = api_version.rpartition("/")[2]
-    node = ctx.schema.root(key.group, version, key.kind) if ctx.schema is not None else None
-    strategic = node is not None
-
+    key = desired.key
+    pair = _prepare(desired.body, live.body, key, ctx)
     rules = normalize.matching_rules(ctx.ignore_rules, key)
-    found = _predict_and_diff(desired.body, live.body, key, node, version, strategic, rules, ctx)
-    predicted, live_n, desired_n, kept = found
+    outcome = _evaluate(pair, rules)
     suppressed: list[model.Suppressed] = []
     if rules:
-        _, _, _, everything = _predict_and_diff(
-            desired.body, live.body, key, node, version, strategic, [], ctx
-        )
-        suppressed = _suppressed(everything, kept, rules, desired.body, live.body, ctx)
-    status = model.ResourceStatus.OUT_OF_SYNC if kept else model.ResourceStatus.SYNCED
+        suppressed = _suppressed(pair, rules, outcome.changes)
+    status = model.ResourceStatus.OUT_OF_SYNC if outcome.changes else model.ResourceStatus.SYNCED
     drift = model.Drift(
         key,
         status,
-        changes=tuple(kept),
+        changes=tuple(outcome.changes),
         suppressed=tuple(suppressed),
         origin=desired.origin,
-        desired=desired_n,
+        desired=outcome.desired,
         live=live.body,
-        predicted=predicted,
-        normalized_live=live_n,
+        predicted=outcome.predicted,
+        normalized_live=outcome.live,
     )
     return mask_drift(drift) if _is_secret(key) else drift
 
 
-def _predict_and_diff(
-    desired_body: model.Body,
-    live_body: model.Body,
-    key: model.ObjectKey,
-    node: Node | None,
-    version: str,
-    strategic: bool,
-    rules: Sequence[normalize.ActiveRule],
-    ctx: CompareContext,
-) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any], list[model.Change]]:
-    settings = ctx.settings
-    desired = normalize.deepcopy(dict(desired_body))
-    live = normalize.deepcopy(dict(live_body))
-    orig = normalize.last_applied(live_body)
+def _version(*bodies: model.Body) -> str:
+    for body in bodies:
+        api_version = str(body.get("apiVersion") or "")
+        if api_version:
+            return api_version.rpartition("/")[2]
+    return ""
 
-    normalize.normalize_tracking(desired, live, settings)
-    managed = normalize.trusted_manager_paths(live_body, rules)
-    if managed:
-        managed = _only_differing(managed, desired, live)
 
-    sides = [desired, live] + ([orig] if orig is not None else [])
-    out = []
-    for body in sides:
-        body = normalize.remarshal(body, node)
-        normalize.normalize_object(body, key, settings)
-        normalize.drop_status(body, key, settings)
-        body = normalize.apply_ignores(body, rules, managed)
-        out.append(body)
-    desired, live = out[0], out[1]
-    orig = out[2] if orig is not None else normalize.deepcopy(desired)
+def _normalize_side(
+    body: model.Body, key: model.ObjectKey, node: Node | None, ctx: CompareContext
+) -> dict[str, Any]:
+    """remarshal + gitops-engine Normalize (creationTimestamp, Secret, Role, Endpoints) + status +
+    known types, on a fresh copy."""
+    out: dict[str, Any] = normalize.remarshal(body, node)
+    normalize.normalize_object(out, key, ctx.settings)
+    normalize.drop_status(out, key, ctx.settings)
+    if node is None and ctx.schema is not None:
+        normalize.remarshal_known_types(out, key, ctx.schema.definition)
+    return out
+
+
+def _normalized(
+    body: model.Body, key: model.ObjectKey, ctx: CompareContext, side: str
+) -> dict[str, Any]:
+    """One side alone (an object missing on the other side), as Argo CD shows it."""
+    node = type_of(ctx.schema, key, _version(body))
+    out = _normalize_side(body, key, node, ctx)
+    if ctx.normalizer is not None:
+        ctx.normalizer(key, out, side)
+    return out
+
+
+def _prepare(
+    desired_body: model.Body, live_body: model.Body, key: model.ObjectKey, ctx: CompareContext
+) -> _Pair:
+    version = _version(live_body, desired_body)
+    node = type_of(ctx.schema, key, version)
+    desired = _normalize_side(desired_body, key, node, ctx)
+    live = _normalize_side(live_body, key, node, ctx)
+    normalize.normalize_tracking(desired, live, ctx.settings)
+    raw_orig = normalize.last_applied(live_body)
+    orig = None if raw_orig is None else _normalize_side(raw_orig, key, node, ctx)
     if ctx.normalizer is not None:
         ctx.normalizer(key, desired, "desired")
         ctx.normalizer(key, live, "live")
-    normalize.strip_for_patch(orig)
-    patch_desired = normalize.deepcopy(desired)
-    normalize.strip_for_patch(patch_desired)
-    if strategic and key.group == "apps" and key.kind == "StatefulSet":
-        live_for_patch = _statefulset_workaround(orig, live)
+    defaults = ctx.defaults if node is not None else None
+    return _Pair(key, version, node, node is not None, desired, live, orig, live_body, defaults)
+
+
+def _evaluate(pair: _Pair, rules: Sequence[normalize.ActiveRule]) -> _Outcome:
+    """Apply the ignore rules, predict live after `kubectl apply`, default, and compare."""
+    desired, live, orig = pair.desired, pair.live, pair.orig
+    if rules:
+        managed = normalize.trusted_manager_paths(pair.raw_live, rules)
+        if managed:
+            managed = _only_differing(managed, desired, live)
+        desired = normalize.apply_ignores(normalize.deepcopy(desired), rules, managed)
+        live = normalize.apply_ignores(normalize.deepcopy(live), rules, managed)
+        if orig is not None:
+            orig = normalize.apply_ignores(normalize.deepcopy(orig), rules, managed)
+    patch_orig = normalize.stripped_for_patch(orig if orig is not None else desired)
+    patch_desired = normalize.stripped_for_patch(desired)
+    node, strategic = pair.node, pair.strategic
+    if strategic and pair.key.group in ("apps", "extensions") and pair.key.kind == "StatefulSet":
+        live_for_patch = _statefulset_workaround(patch_orig, live)
     else:
         live_for_patch = live
-    predicted = predict(orig, patch_desired, live_for_patch, node, strategic=strategic)
+    predicted = predict(patch_orig, patch_desired, live_for_patch, node, strategic=strategic)
     if live_for_patch is not live:
         predicted = _restore_claims(predicted, live_for_patch, live)
-    if strategic and ctx.defaults is not None:
-        predicted = ctx.defaults(key.group, version, key.kind, predicted)
-        live = ctx.defaults(key.group, version, key.kind, live)
-    return predicted, live, desired, diff_bodies(predicted, live, node, strategic=strategic)
+    found = diff_bodies(predicted, live, node, strategic=strategic)
+    defaults = _defaults_for(pair)
+    if defaults is None:
+        return _Outcome(predicted, live, desired, found)
+    predicted_d = defaults(predicted)
+    live_d = defaults(live)
+    found_d = diff_bodies(predicted_d, live_d, node, strategic=strategic) if found else []
+    return _Outcome(predicted_d, live_d, desired, _caused_by(found_d, found))
+
+
+def _defaults_for(pair: _Pair) -> Callable[[dict[str, Any]], dict[str, Any]] | None:
+    """The API server's defaulting for this kind and version (built-in kinds only)."""
+    fn = pair.defaults
+    if fn is None:
+        return None
+    key, version = pair.key, pair.version
+    return lambda body: fn(key.group, version, key.kind, body)
+
+
+def _caused_by(
+    defaulted: Sequence[model.Change], undefaulted: Sequence[model.Change]
+) -> list[model.Change]:
+    """The differences after API defaulting, less those defaulting alone brought in.
+
+    Argo CD defaults both predicted and live before it compares, so a field git omits is not drift
+    while live holds its default. Defaulting can also add a difference where git and live agree:
+    `sessionAffinity: ClientIP` in git makes the defaulter add `sessionAffinityConfig` to the
+    predicted object only. Such a field is a consequence of the field that caused it, not a change
+    of its own, so it is not listed (`-o diff` still shows it, as Argo CD's diff does). A
+    difference is kept when its path lies on, above or below a path that differs before
+    defaulting (a retainKeys map git resets, say, whose defaults then differ from live)."""
+    roots = [c.path for c in undefaulted]
+    kept = [c for c in defaulted if any(_related(c.path, root) for root in roots)]
+    return kept or list(defaulted)
+
+
+def _related(a: model.FieldPath, b: model.FieldPath) -> bool:
+    n = min(len(a), len(b))
+    return a[:n] == b[:n]
 
 
 def _statefulset_workaround(orig: Mapping[str, Any], live: dict[str, Any]) -> dict[str, Any]:
     """The server adds fields to volumeClaimTemplates that git cannot reproduce; like Argo CD,
-    drop from each live claim template what the original did not have at the same index."""
+    strip from each live claim template what the original lacks at the same index."""
     claims = (live.get("spec") or {}).get("volumeClaimTemplates")
     orig_claims = (orig.get("spec") or {}).get("volumeClaimTemplates")
     if not isinstance(claims, list) or not isinstance(orig_claims, list):
         return live
-    stripped = [
-        _keep_only(claim, orig_claims[i]) if i < len(orig_claims) else claim
-        for i, claim in enumerate(claims)
-    ]
+    stripped = strip_to(orig_claims, claims)
     return {**live, "spec": {**live["spec"], "volumeClaimTemplates": stripped}}
 
 
-def _keep_only(value: Any, shape: Any) -> Any:
-    if isinstance(value, Mapping) and isinstance(shape, Mapping):
-        return {k: _keep_only(v, shape[k]) for k, v in value.items() if k in shape}
+def strip_to(shape: Any, value: Any) -> Any:
+    """`value` without the map keys `shape` lacks, recursively; lists item by item by index, extra
+    items kept whole (gitops-engine's RemoveMapFields / RemoveListFields)."""
+    if isinstance(shape, Mapping) and isinstance(value, Mapping):
+        return {
+            k: (strip_to(shape[k], v) if v is not None else v)
+            for k, v in value.items()
+            if k in shape
+        }
+    if isinstance(shape, list) and isinstance(value, list):
+        return [
+            strip_to(shape[i], v) if i < len(shape) and v is not None else v
+            for i, v in enumerate(value)
+        ]
     return value
 
 
@@ -353,6 +477,7 @@ def _restore_claims(
     if not isinstance(spec, dict):
         return predicted
     if spec.get("volumeClaimTemplates") == (stripped.get("spec") or {}).get("volumeClaimTemplates"):
+        spec = predicted["spec"] = dict(spec)
         spec["volumeClaimTemplates"] = (live.get("spec") or {}).get("volumeClaimTemplates")
     return predicted
 
@@ -374,39 +499,29 @@ def _only_differing(
 
 
 def _suppressed(
-    everything: Sequence[model.Change],
-    kept: Sequence[model.Change],
-    rules: Sequence[normalize.ActiveRule],
-    desired: model.Body,
-    live: model.Body,
-    ctx: CompareContext,
+    pair: _Pair, rules: Sequence[normalize.ActiveRule], kept: Sequence[model.Change]
 ) -> list[model.Suppressed]:
-    """The changes a rule hid, each with the rule that hid it (tried one rule at a time)."""
+    """The differences the rules hid, each with the rule(s) that hid it.
+
+    A rule hid a difference when comparing with that rule alone no longer shows it. When several
+    rules each hide it, all are named; when only their combination does, they are joined by `+`.
+    """
     kept_paths = {c.path for c in kept}
-    hidden = [c for c in everything if c.path not in kept_paths]
+    hidden = [c for c in _evaluate(pair, ()).changes if c.path not in kept_paths]
+    if not hidden:
+        return []
+    shown_with = [{c.path for c in _evaluate(pair, (rule,)).changes} for rule in rules]
     out = []
     for change in hidden:
-        label, plugin = "", ""
-        for active in rules:
-            if _rule_hides(active, change, desired, live):
-                label, plugin = active.label, active.plugin
-                break
-        out.append(model.Suppressed(change, label or rules[0].label, plugin or rules[0].plugin))
+        pairs = zip(rules, shown_with, strict=True)
+        by = [rule for rule, shown in pairs if change.path not in shown]
+        joiner = ", " if by else " + "
+        by = by or list(rules)
+        plugins = list(dict.fromkeys(rule.plugin for rule in by))
+        out.append(
+            model.Suppressed(change, joiner.join(rule.label for rule in by), ", ".join(plugins))
+        )
     return out
-
-
-def _rule_hides(
-    active: normalize.ActiveRule, change: model.Change, desired: model.Body, live: model.Body
-) -> bool:
-    probe = normalize.deepcopy(dict(live))
-    managed = normalize.trusted_manager_paths(live, [active])
-    probe = normalize.apply_ignores(probe, [active], managed)
-    found_before, _ = model.lookup(live, change.path)
-    found_after, _ = model.lookup(probe, change.path)
-    if found_before and not found_after:
-        return True
-    probe_d = normalize.apply_ignores(normalize.deepcopy(dict(desired)), [active], managed)
-    return model.lookup(desired, change.path)[0] and not model.lookup(probe_d, change.path)[0]
 
 
 # --------------------------------------------------------------------------- Secrets
@@ -417,58 +532,92 @@ def _is_secret(key: model.ObjectKey) -> bool:
 
 
 MASK_SEED = 8
+MASK = "+" * MASK_SEED
+_SECRET_FIELDS = ("data", "stringData")
 
 
 class Masker:
-    """Argo CD's masking: per key, each distinct value gets its own run of `+` (8, 12, 16 ...),
-    so a reader sees *that* a value changed, never what it is."""
+    """Argo CD's masking (gitops-engine HideSecretData): per key, each distinct value gets its own
+    run of `+` (8, 12, 16 ...), so a reader sees *that* a value changed, never what it is.
+
+    Values are numbered in the order they are first seen; `mask_drift` shows it git's side first,
+    then live, then last-applied, as Argo CD does, so git's value is always `++++++++`."""
 
     def __init__(self) -> None:
         self._tokens: dict[tuple[str, str], str] = {}
         self._count: dict[str, int] = {}
 
     def token(self, key: str, value: Any) -> str:
-        ident = (key, repr(value))
+        ident = (key, json.dumps(value, sort_keys=True, default=str))
         if ident not in self._tokens:
             n = self._count.get(key, 0)
             self._count[key] = n + 1
             self._tokens[ident] = "+" * (MASK_SEED + 4 * n)
         return self._tokens[ident]
 
+    def see(self, body: Any) -> None:
+        """Number the values of `body` without masking anything (to fix the token order)."""
+        if isinstance(body, Mapping):
+            for field in _SECRET_FIELDS:
+                values = body.get(field)
+                if isinstance(values, Mapping):
+                    for k, v in values.items():
+                        self.token(str(k), v)
+
     def body(self, body: Any) -> Any:
+        """A copy of a Secret with every value masked, last-applied included."""
         if not isinstance(body, Mapping):
             return body
         out = dict(body)
-        for field in ("data", "stringData"):
-            if isinstance(out.get(field), Mapping):
-                out[field] = {k: self.token(k, v) for k, v in out[field].items()}
+        for field in _SECRET_FIELDS:
+            values = out.get(field)
+            if isinstance(values, Mapping):
+                out[field] = {k: self.token(str(k), v) for k, v in values.items()}
+            elif field in out and values is not None:
+                out[field] = MASK  # malformed: not a map, hide it whole
         metadata = out.get("metadata")
         if isinstance(metadata, Mapping) and isinstance(metadata.get("annotations"), Mapping):
             annotations = dict(metadata["annotations"])
             if normalize.LAST_APPLIED in annotations:
-                annotations[normalize.LAST_APPLIED] = "++++++++"
+                annotations[normalize.LAST_APPLIED] = self.last_applied(
+                    annotations[normalize.LAST_APPLIED]
+                )
             out["metadata"] = {**metadata, "annotations": annotations}
         return out
 
-
-def mask_if_secret(key: model.ObjectKey, body: model.Body) -> model.Body:
-    return Masker().body(body) if _is_secret(key) else body
+    def last_applied(self, raw: Any) -> str:
+        """The last-applied annotation rebuilt from a masked copy of itself (its stringData, which
+        kubectl stores in plain text, folded into masked data), or `++++++++` if unparsable."""
+        if not isinstance(raw, str):
+            return MASK
+        try:
+            parsed = json.loads(raw)
+        except ValueError:
+            return MASK
+        if not isinstance(parsed, dict):
+            return MASK
+        normalize.normalize_secret(parsed)
+        return json.dumps(self.body(parsed), sort_keys=True, separators=(",", ":"))
 
 
 def mask_drift(drift: model.Drift) -> model.Drift:
     """Replace every Secret value in a drift with tokens, consistently across both sides."""
     masker = Masker()
-    masked_changes = []
-    for change in drift.changes:
-        masked_changes.append(_mask_change(change, masker))
-    masked_suppressed = [
-        model.Suppressed(_mask_change(s.change, masker), s.rule, s.plugin) for s in drift.suppressed
-    ]
+    masker.see(drift.desired if drift.desired is not None else drift.predicted)
+    masker.see(drift.normalized_live if drift.normalized_live is not None else drift.live)
+    if drift.live is not None:
+        orig = normalize.last_applied(drift.live)
+        if orig is not None:
+            normalize.normalize_secret(orig)
+            masker.see(orig)
     return model.Drift(
         drift.key,
         drift.status,
-        changes=tuple(masked_changes),
-        suppressed=tuple(masked_suppressed),
+        changes=tuple(_mask_change(c, masker) for c in drift.changes),
+        suppressed=tuple(
+            model.Suppressed(_mask_change(s.change, masker), s.rule, s.plugin)
+            for s in drift.suppressed
+        ),
         origin=drift.origin,
         desired=masker.body(drift.desired),
         live=masker.body(drift.live),
@@ -480,44 +629,36 @@ def mask_drift(drift: model.Drift) -> model.Drift:
 
 
 def _mask_change(change: model.Change, masker: Masker) -> model.Change:
+    """Mask a change's values by where they sit in the Secret: a value at (or a map holding)
+    `data`, `stringData` or the last-applied annotation is masked; anything else is kept."""
     path = change.path
-    if path and path[0] in ("data", "stringData"):
-        if len(path) >= 2:
-            key = str(path[1])
-            return replace(
-                change,
-                desired=None if change.desired is None else masker.token(key, change.desired),
-                live=None if change.live is None else masker.token(key, change.live),
-                secret=True,
-            )
-        return replace(
-            change,
-            desired=_mask_map(change.desired, masker),
-            live=_mask_map(change.live, masker),
-            secret=True,
-        )
-    if path[:3] == ("metadata", "annotations", normalize.LAST_APPLIED) or path[:2] == (
-        "metadata",
-        "annotations",
-    ):
-        return replace(
-            change,
-            desired=_mask_annotations(change.desired),
-            live=_mask_annotations(change.live),
-            secret=True,
-        )
-    return change
+    sensitive = (
+        not path
+        or path[0] in _SECRET_FIELDS
+        or path[:3] == ("metadata", "annotations", normalize.LAST_APPLIED)
+        or path in (("metadata",), ("metadata", "annotations"))
+    )
+    if not sensitive:
+        return change
+    return replace(
+        change,
+        desired=_mask_at(path, change.desired, masker),
+        live=_mask_at(path, change.live, masker),
+        secret=True,
+    )
 
 
-def _mask_map(value: Any, masker: Masker) -> Any:
-    if isinstance(value, Mapping):
-        return {k: masker.token(k, v) for k, v in value.items()}
-    return None if value is None else "++++++++"
-
-
-def _mask_annotations(value: Any) -> Any:
-    if isinstance(value, Mapping):
-        return {k: ("++++++++" if k == normalize.LAST_APPLIED else v) for k, v in value.items()}
-    if isinstance(value, str) and value.lstrip().startswith("{"):
-        return "++++++++"
-    return value
+def _mask_at(path: model.FieldPath, value: Any, masker: Masker) -> Any:
+    """Mask `value` as if it sat at `path` in a Secret."""
+    if value is None:
+        return None
+    skeleton: Any = value
+    for elem in reversed(path):
+        if not isinstance(elem, str):
+            return MASK  # a list item inside a Secret: nothing we know how to show safely
+        skeleton = {elem: skeleton}
+    masked = masker.body(skeleton) if isinstance(skeleton, Mapping) else MASK
+    found, out = model.lookup(masked, path)
+    if path and path[0] in _SECRET_FIELDS and len(path) == 1 and not isinstance(value, Mapping):
+        return MASK
+    return out if found else MASK

@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import copy
 import fnmatch
+import json
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -33,20 +34,38 @@ class Node(Protocol):
     def is_quantity(self) -> bool: ...
     @property
     def is_map_of_values(self) -> bool: ...
+    @property
+    def is_int_or_string(self) -> bool: ...
+    @property
+    def definition(self) -> str | None: ...
+    def known_fields(self) -> frozenset[str] | None: ...
     def field(self, name: str) -> Node | None: ...
     def items(self) -> Node | None: ...
 
 
 LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
 
-# Optional bool fields that are pointers in the Go types: `false` is kept when re-marshalled.
+# Fields whose zero value (`false`, `0`) survives a round-trip through the Go type: pointers and
+# fields without omitempty. Every other bool/int at its zero value disappears. Keyed by field
+# name, which is unambiguous for the built-in kinds except `readOnly` (a plain bool in
+# VolumeMount, the common case) and `timeoutSeconds` (a plain int32 in probes, the common case).
 _POINTER_BOOLS = frozenset(
     {
         "allowPrivilegeEscalation", "automountServiceAccountToken", "enableServiceLinks",
         "hostUsers", "immutable", "optional", "privileged", "readOnlyRootFilesystem",
-        "runAsNonRoot", "setHostnameAsFQDN", "shareProcessNamespace", "suspend", "paused",
-        "publishNotReadyAddresses", "allocateLoadBalancerNodePorts", "manualSelector",
-        "restartPolicy", "ready", "serving", "terminating",
+        "runAsNonRoot", "setHostnameAsFQDN", "shareProcessNamespace", "suspend",
+        "allocateLoadBalancerNodePorts", "manualSelector", "ready", "serving", "terminating",
+    }
+)  # fmt: skip
+_POINTER_INTS = frozenset(
+    {
+        "replicas", "revisionHistoryLimit", "progressDeadlineSeconds", "partition",
+        "terminationGracePeriodSeconds", "activeDeadlineSeconds", "priority", "runAsUser",
+        "runAsGroup", "fsGroup", "defaultMode", "mode", "expirationSeconds", "parallelism",
+        "completions", "backoffLimit", "backoffLimitPerIndex", "maxFailedIndexes",
+        "ttlSecondsAfterFinished", "startingDeadlineSeconds", "successfulJobsHistoryLimit",
+        "failedJobsHistoryLimit", "minReplicas", "stabilizationWindowSeconds", "minDomains",
+        "maxSkew", "weight", "containerPort", "port", "maxReplicas",
     }
 )  # fmt: skip
 
@@ -59,16 +78,28 @@ def deepcopy(body: Any) -> Any:
 
 
 def remarshal(body: Any, node: Node | None, *, top: bool = True) -> Any:
-    """What a JSON round-trip through the Go type does to built-in kinds (Argo CD's remarshal):
-    canonical quantities, integral floats as ints, nested zero creationTimestamps and empty
-    optional values dropped. `node` None means an unknown kind: only number spelling changes."""
+    """What Argo CD's remarshal (a JSON round-trip through the Go type) does to built-in kinds:
+    canonical quantities, integral floats as ints, null, empty and zero-valued optional fields
+    dropped (pointer fields keep `false`/`0`). Always returns a new object, never shares
+    containers with `body`.
+
+    `node` None means an unknown kind (a CRD): only number spelling changes. So does an object
+    Go could not decode strictly (a field the type does not have, a string in an integer field):
+    Argo CD then compares it as written, and the unknown field stays drift for good.
+    """
+    if node is not None and top and not decodes(body, node):
+        node = None
+    return _remarshal(body, node, top=top)
+
+
+def _remarshal(body: Any, node: Node | None, *, top: bool) -> Any:
     if isinstance(body, float) and body.is_integer():
         return int(body)
     if node is None:
         if isinstance(body, Mapping):
-            return {k: remarshal(v, None, top=False) for k, v in body.items()}
+            return {k: _remarshal(v, None, top=False) for k, v in body.items()}
         if isinstance(body, list):
-            return [remarshal(v, None, top=False) for v in body]
+            return [_remarshal(v, None, top=False) for v in body]
         return body
     if node.is_quantity and isinstance(body, (str, int, float)) and not isinstance(body, bool):
         return quantity.canonical(body) or body
@@ -80,22 +111,101 @@ def remarshal(body: Any, node: Node | None, *, top: bool = True) -> Any:
                 continue
             if child is not None and _empty_optional(key, value, child):
                 continue
-            out[key] = remarshal(value, child, top=False)
+            out[key] = _remarshal(value, child, top=False)
         return out
     if isinstance(body, list):
         item = node.items()
-        return [remarshal(v, item, top=False) for v in body]
+        return [_remarshal(v, item, top=False) for v in body]
     return body
 
 
 def _empty_optional(key: str, value: Any, node: Node) -> bool:
     if value is None:
-        return node.type != "object"
+        return True  # nil pointers, maps and slices are omitted
     if value == [] or value == "":
         return True
     if value is False and node.type == "boolean":
         return key not in _POINTER_BOOLS
+    if (
+        value == 0
+        and isinstance(value, int)
+        and not isinstance(value, bool)
+        and node.type == "integer"
+    ):
+        return key not in _POINTER_INTS
     return value == {} and node.is_map_of_values
+
+
+_JSON_TYPES: dict[str, tuple[type, ...]] = {
+    "string": (str,),
+    "integer": (int, float),
+    "number": (int, float),
+    "boolean": (bool,),
+    "object": (Mapping,),
+    "array": (list,),
+}
+
+
+def decodes(body: Any, node: Node) -> bool:
+    """Would Go's strict decoder (DisallowUnknownFields) accept `body` as this type? False for a
+    field the type does not declare and for a value of the wrong JSON type (`replicas: "3"`)."""
+    if body is None:
+        return True
+    if node.is_quantity or node.is_int_or_string:
+        return isinstance(body, (str, int, float)) and not isinstance(body, bool)
+    kind = node.type
+    if kind is not None:
+        allowed = _JSON_TYPES[kind]
+        if not isinstance(body, allowed) or (kind in ("integer", "number") and body is True):
+            return False
+        if isinstance(body, bool) and kind != "boolean":
+            return False
+        if kind == "integer" and isinstance(body, float) and not body.is_integer():
+            return False
+    if isinstance(body, Mapping):
+        known = node.known_fields()
+        for key, value in body.items():
+            if known is not None and key not in known:
+                return False
+            child = node.field(key)
+            if child is not None and not decodes(value, child):
+                return False
+    elif isinstance(body, list):
+        item = node.items()
+        if item is not None:
+            return all(decodes(v, item) for v in body)
+    return True
+
+
+def remarshal_known_types(
+    body: dict[str, Any], key: model.ObjectKey, definition: Callable[[str], Node | None]
+) -> None:
+    """Argo CD's known-types normalizer, in place: CRD fields that hold a Kubernetes type
+    (Rollout `spec.template.spec` is a PodSpec) are re-marshalled as that type."""
+    for path, name in KNOWN_TYPE_FIELDS.get((key.group, key.kind), ()):
+        node = definition(name)
+        if node is not None:
+            _remarshal_at(body, path, node)
+
+
+KNOWN_TYPE_FIELDS: Mapping[tuple[str, str], tuple[tuple[tuple[str, ...], str], ...]] = {
+    ("argoproj.io", "Rollout"): ((("spec", "template", "spec"), "io.k8s.api.core.v1.PodSpec"),),
+}
+
+
+def _remarshal_at(body: Any, path: Sequence[str], node: Node) -> None:
+    if isinstance(body, list):  # the field path walks through lists
+        for item in body:
+            _remarshal_at(item, path, node)
+        return
+    if not isinstance(body, dict) or not path or path[0] not in body:
+        return
+    if len(path) == 1:
+        value = body[path[0]]
+        if isinstance(value, Mapping) and decodes(value, node):
+            body[path[0]] = _remarshal(value, node, top=False)
+        return
+    _remarshal_at(body[path[0]], path[1:], node)
 
 
 # --------------------------------------------------------------------------- kind rules
@@ -114,12 +224,42 @@ def normalize_object(body: dict[str, Any], key: model.ObjectKey, settings: model
         if body.get("rules") == []:
             body["rules"] = None
     elif key.group == "" and key.kind == "Endpoints":
-        for subset in body.get("subsets") or ():
-            for port in subset.get("ports") or ():
-                port.setdefault("protocol", "TCP")
-        subsets = body.get("subsets")
-        if isinstance(subsets, list):
-            subsets.sort(key=lambda s: repr(s))
+        normalize_endpoints(body)
+
+
+def normalize_endpoints(body: dict[str, Any]) -> None:
+    """Default port protocols to TCP, then sort addresses (by IP, then target UID), ports and
+    subsets, so two Endpoints listing the same members compare equal (Argo CD's SortSubsets;
+    ports and subsets are ordered by content, not by Go's md5 hash: only equality matters)."""
+    subsets = body.get("subsets")
+    if not isinstance(subsets, list):
+        return
+    for subset in subsets:
+        if not isinstance(subset, dict):
+            continue
+        ports = subset.get("ports")
+        if isinstance(ports, list):
+            for port in ports:
+                if isinstance(port, dict) and not port.get("protocol"):
+                    port["protocol"] = "TCP"
+            ports.sort(key=_canonical)
+        for field in ("addresses", "notReadyAddresses"):
+            addresses = subset.get(field)
+            if isinstance(addresses, list):
+                addresses.sort(key=_address_order)
+    subsets.sort(key=_canonical)
+
+
+def _canonical(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, default=str)
+
+
+def _address_order(address: Any) -> tuple[str, int, str]:
+    if not isinstance(address, Mapping):
+        return ("", 0, _canonical(address))
+    ref = address.get("targetRef")
+    uid = ref.get("uid") if isinstance(ref, Mapping) else None
+    return (str(address.get("ip") or ""), 0 if uid is None else 1, str(uid or ""))
 
 
 def normalize_secret(body: dict[str, Any]) -> None:
@@ -150,8 +290,6 @@ def _builtin(key: model.ObjectKey) -> bool:
 
 def last_applied(live: Mapping[str, Any]) -> dict[str, Any] | None:
     """The parsed last-applied-configuration annotation, or None when absent or unparsable."""
-    import json
-
     annotations = (live.get("metadata") or {}).get("annotations") or {}
     raw = annotations.get(LAST_APPLIED)
     if not isinstance(raw, str):
@@ -163,13 +301,19 @@ def last_applied(live: Mapping[str, Any]) -> dict[str, Any] | None:
     return parsed if isinstance(parsed, dict) else None
 
 
-def strip_for_patch(body: dict[str, Any]) -> None:
-    """Before the 3-way patch: namespace and empty annotations out of desired and original."""
-    metadata = body.get("metadata")
-    if isinstance(metadata, dict):
+def stripped_for_patch(body: Mapping[str, Any]) -> dict[str, Any]:
+    """Before the 3-way patch (gitops-engine removeNamespaceAnnotation): desired and original
+    lose `metadata.namespace`, and `metadata.annotations` when null or empty. A shallow copy:
+    only `metadata` is rebuilt."""
+    out = dict(body)
+    metadata = out.get("metadata")
+    if isinstance(metadata, Mapping):
+        metadata = dict(metadata)
         metadata.pop("namespace", None)
-        if not metadata.get("annotations"):
-            metadata.pop("annotations", None)
+        if "annotations" in metadata and not metadata["annotations"]:
+            del metadata["annotations"]
+        out["metadata"] = metadata
+    return out
 
 
 # --------------------------------------------------------------------------- ignoreDifferences
@@ -363,4 +507,7 @@ def normalize_tracking(
     if settings.instance_label_key not in (desired_md.get("labels") or {}):
         labels = dict(live_labels)
         del labels[settings.instance_label_key]
-        live_md["labels"] = labels
+        if labels:
+            live_md["labels"] = labels
+        else:  # like kube.RemoveLabel: no labels left, no labels map
+            del live_md["labels"]

@@ -13,6 +13,7 @@ Pure: no I/O, no kr8s.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -266,6 +267,27 @@ class Schema:
         name = self._by_gvk.get((group, version, kind))
         return None if name is None else self.definition(name)
 
+    def closest(self, group: str, version: str, kind: str) -> Node | None:
+        """The schema to patch and compare an object of this kind with: `root` when this version is
+        defined, else another version of the same built-in kind (`v1` first, then the newest),
+        else the kind's successor group for the retired `extensions` versions.
+
+        Argo CD decodes every version client-go registers (apps/v1beta1 StatefulSets, extensions/
+        v1beta1 Deployments) even though a current API server no longer serves them; their patch
+        metadata (merge keys, strategies, Quantity fields) is that of the version that replaced
+        them, so the replacement's schema stands in for them.
+        """
+        node = self.root(group, version, kind)
+        if node is not None:
+            return node
+        for candidate in (group, _SUCCESSOR_GROUPS.get((group, kind))):
+            if candidate is None or not self.is_builtin(candidate, kind):
+                continue
+            versions = self.versions(candidate, kind)
+            preferred = "v1" if "v1" in versions else max(versions, key=_version_rank)
+            return self.root(candidate, preferred, kind)
+        return None
+
     def definition(self, name: str) -> Node | None:
         """The schema of a named definition (`io.k8s.api.core.v1.PodSpec`), or None."""
         body = self._definitions.get(name)
@@ -331,6 +353,27 @@ class Schema:
             _merge_into(merged, {k: v for k, v in site.items() if k != "$ref"})
             raw = merged
         return raw, refs | {name}
+
+
+# kinds the retired `extensions/v1beta1` group served, and where they live now
+_SUCCESSOR_GROUPS: dict[tuple[str, str], str] = {
+    ("extensions", "Deployment"): "apps",
+    ("extensions", "DaemonSet"): "apps",
+    ("extensions", "ReplicaSet"): "apps",
+    ("extensions", "Ingress"): "networking.k8s.io",
+    ("extensions", "NetworkPolicy"): "networking.k8s.io",
+}
+
+_VERSION = re.compile(r"^v(\d+)(?:(alpha|beta)(\d+))?$")
+
+
+def _version_rank(version: str) -> tuple[int, int, int]:
+    """Kubernetes version priority: v2 > v1 > v1beta2 > v1beta1 > v1alpha1 > anything else."""
+    match = _VERSION.match(version)
+    if match is None:
+        return (-1, 0, 0)
+    major, stage, minor = match.groups()
+    return (int(major), {"alpha": 0, "beta": 1, None: 2}[stage], int(minor or 0))
 
 
 def _merge_into(target: dict[str, Any], extra: Mapping[str, Any]) -> None:

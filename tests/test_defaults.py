@@ -470,7 +470,7 @@ def test_unknown_kinds_are_copied_unchanged() -> None:
     assert got["spec"]["nested"] is not body["spec"]["nested"]
     assert not has_defaults("argoproj.io", "v1alpha1", "Rollout")
     assert has_defaults("apps", "v1", "Deployment")
-    assert apply_defaults("apps", "v1beta1", "Deployment", {"spec": {}}) == {"spec": {}}
+    assert apply_defaults("apps", "v1alpha9", "Deployment", {"spec": {}}) == {"spec": {}}
 
 
 def test_malformed_input_is_left_alone() -> None:

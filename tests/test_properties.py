@@ -1,0 +1,217 @@
+"""Invariants of normalize and diff (hypothesis), and of every scenario's recorded objects."""
+
+from __future__ import annotations
+
+import copy
+import importlib.util
+import shutil
+import sys
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+import yaml
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from kubectl_gitdrift import defaults, diff, model, normalize
+from kubectl_gitdrift.openapi import load_builtin_definitions
+from kubectl_gitdrift.schema import Schema
+
+TESTDATA = Path(__file__).resolve().parent.parent / "testdata"
+SCENARIOS = sorted(p for p in (TESTDATA / "scenarios").iterdir() if (p / "repo-src").is_dir())
+SCHEMA = Schema(load_builtin_definitions("1.33"))
+CTX = diff.CompareContext(model.Settings(), SCHEMA, defaults.apply_defaults)
+DEPLOYMENT = SCHEMA.root("apps", "v1", "Deployment")
+
+# --------------------------------------------------------------------------- strategies
+
+keys = st.sampled_from(["a", "b", "c", "name", "x.y/z", "~k"])
+scalars = st.one_of(
+    st.none(), st.booleans(), st.integers(-3, 3), st.sampled_from(["", "s", "100m", "0.2"])
+)
+json_values = st.recursive(
+    scalars,
+    lambda inner: st.one_of(st.lists(inner, max_size=3), st.dictionaries(keys, inner, max_size=4)),
+    max_leaves=12,
+)
+objects = st.dictionaries(keys, json_values, max_size=5)
+
+resource_names = st.sampled_from(["cpu", "memory"])
+quantities = st.sampled_from(["0.2", "200m", "1", "1000m", "1Gi", "1024Mi", "512Mi", 0.5, 2])
+containers = st.lists(
+    st.fixed_dictionaries(
+        {
+            "name": st.sampled_from(["app", "side", "init"]),
+            "image": st.sampled_from(["nginx:1.27", "busybox"]),
+        },
+        optional={
+            "args": st.lists(st.sampled_from(["--a", "--b"]), max_size=2),
+            "env": st.lists(
+                st.fixed_dictionaries(
+                    {"name": st.sampled_from(["A", "B"]), "value": st.sampled_from(["1", "2"])}
+                ),
+                max_size=2,
+                unique_by=lambda e: e["name"],
+            ),
+            "resources": st.fixed_dictionaries(
+                {},
+                optional={
+                    "requests": st.dictionaries(st.sampled_from(["cpu", "memory"]), quantities)
+                },
+            ),
+            "stdin": st.booleans(),
+        },
+    ),
+    max_size=3,
+    unique_by=lambda c: c["name"],
+)
+deployments = st.builds(
+    lambda cs, replicas, paused: {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "web", "namespace": "ns"},
+        "spec": {
+            "replicas": replicas,
+            "paused": paused,
+            "template": {"spec": {"containers": cs}},
+        },
+    },
+    containers,
+    st.one_of(st.integers(0, 5), st.sampled_from([2.0, 3.0])),
+    st.booleans(),
+)
+
+
+def _widget(spec: dict[str, Any]) -> model.Manifest:
+    body = {
+        "apiVersion": "example.com/v1",
+        "kind": "Widget",
+        "metadata": {"name": "w", "namespace": "ns"},
+        "spec": spec,
+    }
+    return model.Manifest(model.ObjectKey.of(body), body)
+
+
+def _leaves(value: Any, prefix: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
+    if isinstance(value, dict) and value:
+        return [p for k, v in value.items() for p in _leaves(v, (*prefix, k))]
+    return [prefix]
+
+
+def _pointer(path: tuple[str, ...]) -> str:
+    return "".join("/" + p.replace("~", "~0").replace("/", "~1") for p in path)
+
+
+# --------------------------------------------------------------------------- properties
+
+FAST = settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+@FAST
+@given(objects)
+def test_an_object_never_drifts_from_itself(spec: dict[str, Any]) -> None:
+    drift = diff.compare(_widget(spec), _widget(copy.deepcopy(spec)), CTX)
+    assert drift.changes == ()
+    assert drift.status is model.ResourceStatus.SYNCED
+
+
+@FAST
+@given(deployments)
+def test_a_deployment_never_drifts_from_itself(body: dict[str, Any]) -> None:
+    manifest = model.Manifest(model.ObjectKey.of(body), body)
+    assert (
+        diff.compare(manifest, model.Manifest(manifest.key, copy.deepcopy(body)), CTX).changes == ()
+    )
+
+
+@FAST
+@given(deployments)
+def test_normalizing_twice_equals_once(body: dict[str, Any]) -> None:
+    once = normalize.remarshal(body, DEPLOYMENT)
+    assert normalize.remarshal(once, DEPLOYMENT) == once
+    key = model.ObjectKey.of(body)
+    twice = copy.deepcopy(once)
+    normalize.normalize_object(once, key, CTX.settings)
+    normalize.normalize_object(twice, key, CTX.settings)
+    normalize.normalize_object(twice, key, CTX.settings)
+    assert once == twice
+
+
+@FAST
+@given(objects, st.data())
+def test_an_ignore_rule_removes_only_what_it_names(
+    spec: dict[str, Any], data: st.DataObject
+) -> None:
+    leaves = [p for p in _leaves(spec) if p]
+    if not leaves:
+        return
+    target = data.draw(st.sampled_from(leaves))
+    rule = normalize.ActiveRule(model.IgnoreRule("*", "*", json_pointers=(_pointer(target),)), "t")
+    out = normalize.apply_ignores(copy.deepcopy(spec), [rule])
+    assert model.lookup(out, target)[0] is False
+    for leaf in leaves:
+        if leaf[: len(target)] != target:
+            assert model.lookup(out, leaf) == model.lookup(spec, leaf)
+
+
+@FAST
+@given(objects, objects)
+def test_swapping_sides_swaps_add_and_remove(a: dict[str, Any], b: dict[str, Any]) -> None:
+    forward = diff.changes(diff.comparable(a, None), diff.comparable(b, None))
+    backward = diff.changes(diff.comparable(b, None), diff.comparable(a, None))
+    flip = {model.Op.ADD: model.Op.REMOVE, model.Op.REMOVE: model.Op.ADD}
+    mirrored = sorted(
+        (model.display_path(c.path), flip.get(c.op, c.op).value, repr(c.live), repr(c.desired))
+        for c in forward
+    )
+    assert mirrored == sorted(
+        (model.display_path(c.path), c.op.value, repr(c.desired), repr(c.live)) for c in backward
+    )
+    for change in forward:  # every path resolves on the side it claims
+        if change.op is not model.Op.ADD:
+            assert model.lookup(b, change.path)[0]
+        if change.op is not model.Op.REMOVE:
+            assert model.lookup(a, change.path)[0]
+
+
+# --------------------------------------------------------------------------- scenarios
+
+
+def _live_objects(scenario: Path) -> list[dict[str, Any]]:
+    spec = yaml.safe_load((scenario / "scenario.yaml").read_text(encoding="utf-8"))
+    snapshot = yaml.safe_load((scenario / spec["snapshot"]).read_text(encoding="utf-8"))
+    return [i for i in snapshot["items"] if i["kind"] not in ("Application", "ConfigMap")]
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS, ids=lambda p: p.name)
+def test_recorded_objects_never_drift_from_themselves(scenario: Path) -> None:
+    for body in _live_objects(scenario):
+        manifest = model.Manifest(model.ObjectKey.of(body), body)
+        drift = diff.compare(manifest, model.Manifest(manifest.key, copy.deepcopy(body)), CTX)
+        assert drift.changes == (), manifest.key
+        node = diff.type_of(SCHEMA, manifest.key, body["apiVersion"].rpartition("/")[2])
+        once = normalize.remarshal(body, node)
+        assert normalize.remarshal(once, node) == once
+
+
+def _load_make_repo() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("make_repo", TESTDATA / "make_repo.py")
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault("make_repo", module)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="needs git on PATH")
+@pytest.mark.parametrize("scenario", SCENARIOS, ids=lambda p: p.name)
+def test_scenario_snapshot_pins_the_built_sha(scenario: Path, tmp_path: Path) -> None:
+    """The Application in the snapshot must name the commit repo-src really builds."""
+    shas = _load_make_repo().build_repo(scenario / "repo-src", tmp_path / "repo")
+    snapshot = yaml.safe_load((scenario / "snapshot.yaml").read_text(encoding="utf-8"))
+    (app,) = [item for item in snapshot["items"] if item["kind"] == "Application"]
+    assert app["status"]["sync"]["revision"] == shas[-1]
+    assert {h["revision"] for h in app["status"]["history"]} <= set(shas)
