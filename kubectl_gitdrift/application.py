@@ -71,6 +71,7 @@ def parse_application(body: Mapping[str, Any]) -> model.Application:
         history=tuple(_history(_map(h)) for h in status.get("history") or ()),
         operation=_operation(_map(status.get("operationState"))),
         annotations={str(k): str(v) for k, v in _map(metadata.get("annotations")).items()},
+        reconciled_at=str(status.get("reconciledAt") or ""),
     )
 
 

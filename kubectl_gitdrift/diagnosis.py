@@ -2,22 +2,39 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
 
-from kubectl_gitdrift import hookspecs, model
+from kubectl_gitdrift import attribution, audit, hookspecs, model, rbac, tracking
 from kubectl_gitdrift.errors import GitDriftError, PluginError
 
 
 @dataclass(frozen=True)
 class Context:
-    """What every rule sees (hookspecs.RuleContext)."""
+    """What every rule sees (hookspecs.RuleContext), plus the evidence the engine gathered.
+
+    The fields after `managed_fields_known` are gitdrift's own; rules written against the
+    RuleContext protocol read them with `getattr(ctx, name, default)`.
+    """
 
     app: model.Application
     settings: model.Settings
     drifts: Sequence[model.Drift]
     live: Sequence[model.Manifest]
     managed_fields_known: bool
+    clues: Mapping[attribution.ClueKey, attribution.Clue] = field(default_factory=dict)
+    audit_log: audit.AuditLog | None = None
+    access: Sequence[rbac.Answer] = ()  # empty: the controller's permissions were not checked
+    access_source: str = ""  # "offline RBAC over N objects" | "SubjectAccessReview"
+    controller: str = rbac.CONTROLLER
+    tracking: Sequence[tracking.TrackingIssue] = ()
+    project: model.Body | None = None  # the app's AppProject, when read
+    now: str = ""  # the moment the state describes (status.reconciledAt offline)
+    events: Sequence[model.Body] = ()
+    plurals: Mapping[tuple[str, str], str] = field(default_factory=dict)
+
+    def clue(self, key: model.ObjectKey, path: model.FieldPath) -> attribution.Clue | None:
+        return self.clues.get((key, path))
 
 
 def diagnose(

@@ -5,18 +5,20 @@ No files, processes or clusters here: the CLI gathers inputs at the edges and pa
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 import pluggy
 
 from kubectl_gitdrift import (
     attribution,
+    audit,
     diagnosis,
     diff,
     fields,
     hookspecs,
     model,
+    rbac,
     remedies,
     tracking,
 )
@@ -34,6 +36,10 @@ class Inputs:
     source: str  # "repoURL path @ revision", for display
     notes: Sequence[str] = ()
     unreadable: Sequence[tuple[model.ObjectKey, str]] = ()  # (key or kind, why) live could not read
+    audit_log: audit.AuditLog | None = None  # --audit-log, read by sources/auditlog.py
+    events: Sequence[model.Body] = ()  # core/v1 Events read apart from `live` (live mode)
+    project: model.Body | None = None  # the app's AppProject; else looked up in `live`
+    now: str = ""  # the moment the state describes; default: the app's status.reconciledAt
 
 
 @dataclass(frozen=True)
@@ -44,6 +50,11 @@ class Options:
     scope: tracking.ScopeFn = tracking.default_scope
     disabled_rules: Sequence[str] = ()
     rules: Sequence[hookspecs.Rule] = field(default_factory=list)
+    history: attribution.FileHistory | None = None  # file -> last commit touching it
+    authorize: rbac.Authorizer | None = None  # live: SubjectAccessReview; None: offline RBAC
+    controller: str = rbac.CONTROLLER  # --controller-sa, as a username
+    plurals: Mapping[tuple[str, str], str] | None = None  # (group, kind) -> resource, discovery
+    read_source: remedies.SourceReader | None = None  # repo-relative file -> text, for patches
 
 
 def run(inputs: Inputs, pm: pluggy.PluginManager, opts: Options) -> model.AppReport:
@@ -124,9 +135,51 @@ def run(inputs: Inputs, pm: pluggy.PluginManager, opts: Options) -> model.AppRep
     if hooks:
         notes.append(f"{len(hooks)} hook object(s) are not compared, as in Argo CD")
 
-    rule_ctx = diagnosis.Context(app, settings, drifts, inputs.live, managed_known)
+    locate = _cached(opts.locate)
+    plurals = {**rbac.plurals_from(m.body for m in inputs.live), **(opts.plurals or {})}
+    events = [*inputs.events, *(m.body for m in inputs.live if _is_event(m.key))]
+    clues = attribution.gather(
+        drifts,
+        events=events,
+        audit_log=inputs.audit_log,
+        files=(lambda d, c: _file(locate, d, c)) if locate is not None else None,
+        history=opts.history,
+        plurals=plurals,
+    )
+    if inputs.audit_log is not None:
+        notes.extend(inputs.audit_log.notes())
+    access, access_source = _access(drifts, inputs.live, opts, plurals)
+    if not access and access_source:
+        if sync_status(drifts) is not model.SyncStatus.SYNCED:
+            notes.append(access_source)
+        access_source = ""
+    rule_ctx = diagnosis.Context(
+        app,
+        settings,
+        drifts,
+        inputs.live,
+        managed_known,
+        clues=clues,
+        audit_log=inputs.audit_log,
+        access=access,
+        access_source=access_source,
+        controller=opts.controller,
+        tracking=tracking.audit(drifts, inputs.live, app, settings),
+        project=inputs.project or _project(app, settings, inputs.live),
+        now=inputs.now or app.reconciled_at,
+        events=events,
+        plurals=plurals,
+    )
     findings = diagnosis.diagnose(rule_ctx, opts.rules, opts.disabled_rules)
-    fixes = remedies.recommend(app, drifts, findings, opts.locate)
+    fixes = remedies.recommend(
+        app,
+        drifts,
+        findings,
+        locate,
+        read_source=opts.read_source,
+        controller=opts.controller,
+        plurals=plurals,
+    )
     return model.AppReport(
         name=app.name,
         namespace=app.namespace,
@@ -153,6 +206,65 @@ def _moved(
         and m.key not in desired
     ]
     return same[0] if len(same) == 1 else None
+
+
+def _cached(locate: remedies.Locator | None) -> remedies.Locator | None:
+    if locate is None:
+        return None
+    memo: dict[tuple[model.ObjectKey, model.FieldPath], remedies.Location | None] = {}
+
+    def cached(drift: model.Drift, change: model.Change) -> remedies.Location | None:
+        key = (drift.key, change.path)
+        if key not in memo:
+            memo[key] = locate(drift, change)
+        return memo[key]
+
+    return cached
+
+
+def _file(locate: remedies.Locator, drift: model.Drift, change: model.Change) -> str | None:
+    found = locate(drift, change)
+    return found.file if found is not None else None
+
+
+def _is_event(key: model.ObjectKey) -> bool:
+    return key.kind == "Event" and key.group in ("", "events.k8s.io")
+
+
+def _project(
+    app: model.Application, settings: model.Settings, live: Sequence[model.Manifest]
+) -> model.Body | None:
+    for manifest in live:
+        if (
+            (manifest.key.group, manifest.key.kind) == ("argoproj.io", "AppProject")
+            and manifest.key.name == app.project
+            and manifest.key.namespace in (settings.controller_namespace, app.namespace)
+        ):
+            return manifest.body
+    return None
+
+
+def _access(
+    drifts: Sequence[model.Drift],
+    live: Sequence[model.Manifest],
+    opts: Options,
+    plurals: Mapping[tuple[str, str], str],
+) -> tuple[list[rbac.Answer], str]:
+    """The controller's answers to every question the app's kinds raise, and how they were got;
+    ([], why) when they could not be got."""
+    questions = rbac.questions(drifts, plurals=plurals)
+    if not questions:
+        return [], ""
+    if opts.authorize is not None:
+        return rbac.ask(questions, opts.authorize), "SubjectAccessReview"
+    answers, evaluator = rbac.offline((m.body for m in live), questions, opts.controller)
+    if not evaluator.usable:
+        return [], (
+            "the snapshot has no ClusterRoles and bindings, so whether the Argo CD controller "
+            "may write the app's kinds was not checked (export RBAC objects to check it)"
+        )
+    counts = evaluator.counts()
+    return answers, "offline RBAC over " + ", ".join(f"{n} {k}" for k, n in counts.items())
 
 
 def _kind_key(key: model.ObjectKey) -> model.ObjectKey:

@@ -250,6 +250,7 @@ class Application:
     history: tuple[HistoryEntry, ...]
     operation: OperationState | None
     annotations: Mapping[str, str] = field(default_factory=dict)
+    reconciled_at: str = ""  # status.reconciledAt: when Argo CD last compared (a reference "now")
 
     @property
     def qualified_name(self) -> str:

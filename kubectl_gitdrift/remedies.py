@@ -1,14 +1,16 @@
-"""The fixes for a drifted application: adopt into git, revert the cluster, prevent, verify."""
+"""The fixes for a drifted application: adopt into git (with a `git apply`-able patch), revert the
+cluster, prevent recurrence (selfHeal, ignoreDifferences, admission policies, an alert, controller
+RBAC), and verify each. The artifacts themselves come from policies.py."""
 
 from __future__ import annotations
 
 import json
 import shlex
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from kubectl_gitdrift import model
+from kubectl_gitdrift import model, policies, rbac
 from kubectl_gitdrift.model import Remedy, RemedyKind
 
 
@@ -23,6 +25,8 @@ class Location:
 
 
 Locator = Callable[[model.Drift, model.Change], "Location | None"]
+SourceReader = Callable[[str], "str | None"]
+"""Repo-relative file -> its text at the rendered revision (None when absent); an I/O callback."""
 
 
 def recommend(
@@ -30,30 +34,97 @@ def recommend(
     drifts: Sequence[model.Drift],
     findings: Sequence[model.Finding],
     locate: Locator | None = None,
+    *,
+    read_source: SourceReader | None = None,
+    controller: str = rbac.CONTROLLER,
+    plurals: Mapping[tuple[str, str], str] | None = None,
 ) -> list[Remedy]:
-    """Both ways out (adopt, revert), how to keep it from recurring, and how to check the fix."""
+    """Both ways out (adopt, revert), how to keep it from recurring, and how to check each fix."""
     modified = [d for d in drifts if d.status is model.ResourceStatus.OUT_OF_SYNC and d.changes]
     missing = [d for d in drifts if d.status is model.ResourceStatus.MISSING]
     extraneous = [d for d in drifts if d.status is model.ResourceStatus.EXTRANEOUS]
-    if not (modified or missing or extraneous):
+    codes = {f.code for f in findings}
+    if not (modified or missing or extraneous or "controller-forbidden" in codes):
         return []
     out: list[Remedy] = []
     for drift in modified:
-        out.append(_adopt(app, drift, locate))
-    out.append(_revert(app, modified, missing, extraneous))
-    codes = {f.code for f in findings}
-    out.extend(_prevent(app, codes))
+        if "git-ahead" in codes and all(c.owner and c.owner.is_argocd for c in drift.changes):
+            continue  # git moved and Argo CD wrote the live value: syncing is the fix
+        out.append(_adopt(app, drift, locate, read_source))
+    if modified or missing or extraneous:
+        out.append(_revert(app, modified, missing, extraneous))
+    prevent = list(_prevent(app, drifts, findings, controller, plurals))
+    out.extend(prevent)
     out.append(_verify(app, modified))
+    out.extend(_verify_prevention(app, drifts, prevent, findings, controller))
     return out
 
 
-def _adopt(app: model.Application, drift: model.Drift, locate: Locator | None) -> Remedy:
+def patch(remedies: Sequence[Remedy]) -> str:
+    """The `--write-patch` content: every adopt remedy's diff, one per file, in order."""
+    return "".join(
+        r.snippet for r in remedies if r.kind is RemedyKind.ADOPT and r.snippet and _is_diff(r)
+    )
+
+
+def _is_diff(remedy: Remedy) -> bool:
+    return bool(remedy.snippet and remedy.snippet.startswith("diff --git "))
+
+
+def write_patch(
+    drifts: Sequence[model.Drift], locate: Locator, read_source: SourceReader
+) -> tuple[str, list[str]]:
+    """A unified diff (paths a/ b/ relative to the repo root) that adopts every live value git
+    can take literally, and a note for each change it could not adopt."""
+    edits: dict[str, list[policies.LineEdit]] = {}
+    skipped: list[str] = []
+    for drift in drifts:
+        if drift.status is not model.ResourceStatus.OUT_OF_SYNC:
+            continue
+        for change in drift.changes:
+            field = f"{drift.key.short()} {model.display_path(change.path)}"
+            if policies.is_secret(drift.key, change):
+                skipped.append(f"{field}: a Secret value; re-seal or re-encrypt it in git")
+                continue
+            if change.op is model.Op.REMOVE or change.live is None:
+                skipped.append(f"{field}: git does not set it; add it by hand")
+                continue
+            where = locate(drift, change)
+            edit = (
+                policies.adopt_edit(where.how, where.file, where.line, change.desired, change.live)
+                if where is not None
+                else None
+            )
+            if edit is None:
+                skipped.append(f"{field}: no line in git sets it literally; patch the overlay")
+                continue
+            edits.setdefault(edit.file, []).append(edit)
+    diffs = []
+    for file in sorted(edits):
+        text = read_source(file)
+        if text is None:
+            skipped.append(f"{file}: not readable")
+            continue
+        new, failed = policies.apply_edits(text, edits[file])
+        for edit in failed:
+            skipped.append(f"{file}:{edit.line}: the line does not spell {edit.old!r}")
+        diffs.append(policies.unified_diff(file, text, new))
+    return "".join(diffs), skipped
+
+
+def _adopt(
+    app: model.Application,
+    drift: model.Drift,
+    locate: Locator | None,
+    read_source: SourceReader | None,
+) -> Remedy:
     steps: list[str] = []
     file = None
     line = None
+    secret = policies.is_secret(drift.key)
     for change in drift.changes:
         field = model.display_path(change.path)
-        if change.secret:
+        if secret or change.secret:
             steps.append(f"{field}: the Secret value differs; re-seal or re-encrypt it in git")
             continue
         where = locate(drift, change) if locate is not None else None
@@ -74,13 +145,26 @@ def _adopt(app: model.Application, drift: model.Drift, locate: Locator | None) -
             )
         else:
             steps.append(f"{at}: change {field} from {_yaml_value(change.desired)} to {live}")
+    snippet = None
+    commands: tuple[str, ...] = ()
+    if locate is not None and read_source is not None and not secret:
+        diff, _ = write_patch([drift], locate, read_source)
+        if diff:
+            snippet = diff
+            commands = (
+                f"kubectl gitdrift {policies.app_arg(app)} --write-patch adopt.patch",
+                "git apply adopt.patch",
+                f"git commit -am 'adopt live values of {drift.key.short()}'",
+            )
     steps.append("commit, push, and let Argo CD sync the new revision")
     return Remedy(
         RemedyKind.ADOPT,
         f"Adopt the cluster's values into git ({drift.key.short()})",
         steps=tuple(steps),
+        commands=commands,
         file=file,
         line=line,
+        snippet=snippet,
     )
 
 
@@ -112,69 +196,135 @@ def _revert(
 
 def _kubectl_revert(drift: model.Drift) -> list[str]:
     key = drift.key
+    if policies.is_secret(key):
+        return []
     ns = f" -n {key.namespace}" if key.namespace else ""
     out = []
-    patch: dict[str, Any] = {}
+    rest = []
     for change in drift.changes:
         if change.secret:
             continue
-        if change.path == ("spec", "replicas") and change.desired is not None:
+        if change.path == ("spec", "replicas") and isinstance(change.desired, int):
             out.append(f"kubectl scale {key.short()}{ns} --replicas={change.desired}")
             continue
-        if any(not isinstance(p, str) for p in change.path):
-            continue
-        node = patch
-        for part in change.path[:-1]:
-            node = node.setdefault(str(part), {})
-        node[str(change.path[-1])] = change.desired
-    if patch:
-        body = json.dumps(patch, sort_keys=True, separators=(",", ":"))
-        out.append(f"kubectl patch {key.short()}{ns} --type merge -p {shlex.quote(body)}")
+        rest.append(change)
+    body = policies.revert_patch(rest)
+    if body:
+        out.append(policies.kubectl_patch(key, body))
     return out
 
 
-def _prevent(app: model.Application, codes: set[str]) -> Iterable[Remedy]:
+def _prevent(
+    app: model.Application,
+    drifts: Sequence[model.Drift],
+    findings: Sequence[model.Finding],
+    controller: str,
+    plurals: Mapping[tuple[str, str], str] | None,
+) -> Iterable[Remedy]:
+    codes = {f.code for f in findings}
     name = _app_arg(app)
     if "selfheal-disabled" in codes or "automated-sync-disabled" in codes:
-        patch = json.dumps(
-            {"spec": {"syncPolicy": {"automated": {"selfHeal": True}}}}, separators=(",", ":")
-        )
         yield Remedy(
             RemedyKind.PREVENT,
             "Let Argo CD undo manual changes (selfHeal)",
             steps=(
                 (
                     "with selfHeal on, Argo CD re-syncs OutOfSync resources of an already-synced "
-                    "revision on its own (after a short backoff)"
-                ),
-                (
-                    "teams that keep selfHeal off should alert on "
-                    f'argocd_app_info{{name="{app.name}",sync_status="OutOfSync"}} instead'
+                    "revision on its own (after a backoff of 2s×3ⁿ, at most 5 minutes)"
                 ),
             ),
-            commands=(
-                (
-                    f"kubectl patch application {app.name} -n {app.namespace} --type merge "
-                    f"-p {shlex.quote(patch)}"
-                ),
-            ),
+            commands=(policies.selfheal_patch(app),),
         )
-    if "manual-drift" in codes:
         yield Remedy(
             RemedyKind.PREVENT,
-            "Make git the only write path",
+            "Or, keeping selfHeal off, alert while the app is OutOfSync",
             steps=(
                 (
-                    "take update/patch on the app's kinds in its namespace away from humans "
-                    "(RBAC); keep a break-glass group"
+                    f'alert on argocd_app_info{{name="{app.name}",sync_status="OutOfSync"}} '
+                    "with this PrometheusRule (prometheus-operator)"
+                ),
+            ),
+            commands=("kubectl apply -f gitdrift-outofsync-rule.yaml",),
+            snippet=policies.prometheus_rule(app),
+        )
+    fights = [f for f in findings if f.code == "field-fight" and f.key is not None]
+    seen: set[tuple[model.ObjectKey, str]] = set()
+    for finding in fights:
+        assert finding.key is not None
+        pointer = str(finding.evidence.get("pointer") or "")
+        if not pointer or (finding.key, pointer) in seen:
+            continue
+        seen.add((finding.key, pointer))
+        snippet, command = policies.ignore_differences(app, finding.key, [pointer])
+        field = model.display_path(finding.path or ())
+        yield Remedy(
+            RemedyKind.PREVENT,
+            f"Stop the fight over {finding.key.short()} {field}",
+            steps=(
+                (
+                    f"either drop {field} from git and let the other writer own it "
+                    "(Argo CD's advice for HPA-managed replicas)"
                 ),
                 (
-                    "or reject writes by anyone but the Argo CD controller with a "
-                    "ValidatingAdmissionPolicy"
+                    f"or ignore it in {name} and keep the live value on sync "
+                    "(RespectIgnoreDifferences=true)"
                 ),
-                f"scale through git; for autoscaling use an HPA and ignore spec.replicas in {name}",
             ),
+            commands=(command,),
+            snippet=snippet,
         )
+    if "manual-drift" in codes:
+        keys = sorted({d.key for d in drifts if d.desired is not None and d.key.namespace})
+        yield Remedy(
+            RemedyKind.PREVENT,
+            "Make git the only write path (admission policy)",
+            steps=(
+                (
+                    "reject update/patch/scale of the app's kinds in "
+                    f"{app.dest_namespace} by anyone but the Argo CD controller; members of group "
+                    f"{policies.BREAK_GLASS_GROUP} can still write in an emergency"
+                ),
+                (
+                    "a ValidatingAdmissionPolicy (Kubernetes 1.30+) and the same rule as a "
+                    "Kyverno ClusterPolicy: the YAML is in -o markdown and -o json"
+                ),
+                "or take update/patch away from humans in RBAC (keep a break-glass group)",
+            ),
+            commands=("kubectl apply -f gitdrift-admission.yaml",),
+            snippet=policies.validating_admission_policy(
+                app, keys, controller=controller, plurals=plurals
+            )
+            + "---\n"
+            + policies.kyverno_policy(app, keys, controller=controller, plurals=plurals),
+        )
+    denied = _denied(findings)
+    if denied:
+        yield Remedy(
+            RemedyKind.PREVENT,
+            "Give the Argo CD controller the permissions it lacks",
+            steps=(
+                (
+                    "grant them in the destination namespace (or fix the ClusterRole the "
+                    "controller's binding points at, e.g. its aggregation labels)"
+                ),
+            ),
+            commands=("kubectl apply -f gitdrift-controller-rbac.yaml",),
+            snippet=policies.controller_role(app, denied, controller),
+        )
+
+
+def _denied(findings: Sequence[model.Finding]) -> list[rbac.Question]:
+    out = []
+    for finding in findings:
+        if finding.code != "controller-forbidden":
+            continue
+        for raw in finding.evidence.get("denied") or ():
+            out.append(
+                rbac.Question(
+                    str(raw["verb"]), str(raw["group"]), str(raw["resource"]), str(raw["namespace"])
+                )
+            )
+    return sorted(set(out))
 
 
 def _verify(app: model.Application, modified: Sequence[model.Drift]) -> Remedy:
@@ -182,22 +332,115 @@ def _verify(app: model.Application, modified: Sequence[model.Drift]) -> Remedy:
     commands = [f"kubectl gitdrift {name}", f"argocd app get {name} --refresh"]
     for drift in modified:
         key = drift.key
+        if policies.is_secret(key):
+            continue
         ns = f" -n {key.namespace}" if key.namespace else ""
         for change in drift.changes:
-            if change.secret or any(not isinstance(p, str) for p in change.path):
+            if change.secret:
                 continue
-            jsonpath = "{." + ".".join(str(p) for p in change.path) + "}"
+            jsonpath = _jsonpath(change.path)
+            if jsonpath is None:
+                continue
             commands.append(f"kubectl get {key.short()}{ns} -o jsonpath={shlex.quote(jsonpath)}")
     return Remedy(
         RemedyKind.VERIFY,
-        "Verify",
+        "Verify the drift is gone",
         steps=("gitdrift exits 0 and Argo CD reports Synced",),
         commands=tuple(commands),
     )
 
 
+def _verify_prevention(
+    app: model.Application,
+    drifts: Sequence[model.Drift],
+    prevent: Sequence[Remedy],
+    findings: Sequence[model.Finding],
+    controller: str,
+) -> Iterable[Remedy]:
+    titles = {r.title for r in prevent}
+    if "Let Argo CD undo manual changes (selfHeal)" in titles:
+        yield Remedy(
+            RemedyKind.VERIFY,
+            "Verify selfHeal is on",
+            steps=("prints true",),
+            commands=(
+                (
+                    f"kubectl get application {app.name} -n {app.namespace} "
+                    "-o jsonpath='{.spec.syncPolicy.automated.selfHeal}'"
+                ),
+            ),
+        )
+    if any(t.startswith("Or, keeping selfHeal off") for t in titles):
+        yield Remedy(
+            RemedyKind.VERIFY,
+            "Verify the OutOfSync alert is loaded",
+            commands=(
+                f"kubectl get prometheusrule gitdrift-{app.name}-outofsync -n {app.namespace}",
+            ),
+        )
+    if any(t.startswith("Make git the only write path") for t in titles):
+        commands = []
+        for drift in drifts:
+            if drift.status is not model.ResourceStatus.OUT_OF_SYNC or policies.is_secret(
+                drift.key
+            ):
+                continue
+            key = drift.key
+            ns = f" -n {key.namespace}" if key.namespace else ""
+            for change in drift.changes:
+                if change.path == ("spec", "replicas") and isinstance(change.live, int):
+                    commands.append(
+                        f"kubectl scale {key.short()}{ns} --replicas={change.live} --dry-run=server"
+                    )
+                    break
+            else:
+                commands.append(
+                    f"kubectl annotate {key.short()}{ns} gitdrift.example.com/probe=1 "
+                    "--dry-run=server"
+                )
+        yield Remedy(
+            RemedyKind.VERIFY,
+            "Verify manual writes are rejected",
+            steps=("each command is denied by the admission policy (as a non-break-glass user)",),
+            commands=tuple(commands),
+        )
+    for finding in findings:
+        if finding.code == "field-fight" and finding.key is not None:
+            yield Remedy(
+                RemedyKind.VERIFY,
+                f"Verify the fight over {finding.key.short()} is settled",
+                steps=("the field no longer shows as drift; it is listed as suppressed",),
+                commands=(f"kubectl gitdrift {_app_arg(app)} --show-suppressed",),
+            )
+            break
+    denied = _denied(findings)
+    if denied:
+        yield Remedy(
+            RemedyKind.VERIFY,
+            "Verify the controller's permissions",
+            steps=("each prints yes",),
+            commands=tuple(policies.can_i(q, controller) for q in denied),
+        )
+
+
+def _jsonpath(path: model.FieldPath) -> str | None:
+    out = ""
+    for elem in path:
+        if isinstance(elem, model.ListKey):
+            conds = " && ".join(f"@.{k}=={json.dumps(v)}" for k, v in elem.fields)
+            out += f"[?({conds})]"
+        elif isinstance(elem, int):
+            out += f"[{elem}]"
+        elif elem and all(c.isalnum() or c in "_-" for c in elem):
+            out += f".{elem}"
+        else:
+            escaped = elem.replace(".", "\\.")
+            out += f".{escaped}"
+    return "{" + out + "}" if out else None
+
+
 def _app_arg(app: model.Application) -> str:
-    return app.name if app.namespace == "argocd" else f"{app.namespace}/{app.name}"
+    return policies.app_arg(app)
 
 
 def _resource_flag(key: model.ObjectKey) -> str:

@@ -226,3 +226,104 @@ def tracked_roots(
         if app_of(manifest.body, settings) == instance:
             out.append(manifest)
     return out
+
+
+# --------------------------------------------------------------------------- tracking audit
+
+MISSING = "tracking-id-missing"
+INVALID = "tracking-id-invalid"
+MISMATCH = "tracking-id-mismatch"
+COPIED = "tracking-id-copied"
+
+
+@dataclass(frozen=True, slots=True)
+class TrackingIssue:
+    """Something wrong with how Argo CD would recognise one live object (semantics §2)."""
+
+    code: str  # MISSING | INVALID | MISMATCH | COPIED
+    key: model.ObjectKey
+    method: str  # the tracking method in effect
+    found: str | None  # the annotation or label value on the live object
+    expected: str  # what Argo CD writes for this object
+    other_app: str = ""  # MISMATCH: the app the live object names
+
+    def evidence(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "method": self.method,
+            "found": self.found,
+            "expected": self.expected,
+        }
+        if self.other_app:
+            out["otherApplication"] = self.other_app
+        return out
+
+
+def audit(
+    drifts: Iterable[model.Drift],
+    live: Iterable[model.Manifest],
+    app: model.Application,
+    settings: model.Settings,
+) -> list[TrackingIssue]:
+    """Check the tracking of every live object git renders (present, well-formed, describing
+    this object, naming this app), and of every unowned live object that names this app but
+    describes another object (copied). Owned objects (a ReplicaSet carrying its Deployment's
+    tracking-id) are Argo CD's business neither way and are skipped."""
+    instance = instance_name(app, settings)
+    method = settings.tracking_method
+    out: list[TrackingIssue] = []
+    paired: set[model.ObjectKey] = set()
+    for drift in drifts:
+        if drift.live is None or drift.desired is None:
+            continue
+        paired.add(drift.key)
+        key = drift.key
+        if _is_crd(key):
+            continue
+        expected_id = tracking_id(instance, key, app.dest_namespace)
+        if method is model.TrackingMethod.LABEL:
+            value = _labels(drift.live).get(settings.instance_label_key)
+            if not value:
+                out.append(TrackingIssue(MISSING, key, method.value, None, instance))
+            elif str(value) != instance:
+                out.append(
+                    TrackingIssue(
+                        MISMATCH, key, method.value, str(value), instance, other_app=str(value)
+                    )
+                )
+            continue
+        raw = _annotations(drift.live).get(TRACKING_ID)
+        if raw is None or raw == "":
+            out.append(TrackingIssue(MISSING, key, method.value, None, expected_id))
+            continue
+        parsed = parse(str(raw))
+        if parsed is None:
+            out.append(TrackingIssue(INVALID, key, method.value, str(raw), expected_id))
+        elif parsed.app != instance:
+            out.append(
+                TrackingIssue(
+                    MISMATCH, key, method.value, str(raw), expected_id, other_app=parsed.app
+                )
+            )
+        elif not self_referenced(drift.live, key, settings):
+            out.append(TrackingIssue(COPIED, key, method.value, str(raw), expected_id))
+    if method is not model.TrackingMethod.LABEL:
+        for manifest in live:
+            if manifest.key in paired or (manifest.body.get("metadata") or {}).get(
+                "ownerReferences"
+            ):
+                continue
+            raw = _annotations(manifest.body).get(TRACKING_ID)
+            parsed = parse(raw) if isinstance(raw, str) else None
+            if parsed is None or parsed.app != instance:
+                continue
+            if not self_referenced(manifest.body, manifest.key, settings):
+                expected_id = tracking_id(instance, manifest.key, app.dest_namespace)
+                out.append(TrackingIssue(COPIED, manifest.key, method.value, raw, expected_id))
+    return sorted(out, key=lambda i: (i.key, i.code))
+
+
+def shared_resource_warning(issue: TrackingIssue, app: model.Application) -> str:
+    """Argo CD's SharedResourceWarning text for a MISMATCH (other app's `_` shown as `/`)."""
+    this = app.qualified_name if app.namespace else app.name
+    other = issue.other_app.replace("_", "/", 1)
+    return f"{issue.key.kind}/{issue.key.name} is part of applications {this} and {other}"

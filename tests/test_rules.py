@@ -1,0 +1,162 @@
+"""Built-in rules: every code is registered and documented; self-heal backoff; sync windows;
+tracking audit; and the diag-* scenarios each carry their code with evidence."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timezone
+
+import pytest
+
+from kubectl_gitdrift import hookspecs, model, syncwindows, tracking
+from kubectl_gitdrift.builtin import rules
+from tests.conftest import TESTDATA
+
+CODES = {
+    "manual-drift",
+    "selfheal-disabled",
+    "automated-sync-disabled",
+    "prune-irrelevant",
+    "git-ahead",
+    "last-sync-failed",
+    "sync-window-closed",
+    "ignored-but-overwritten",
+    "field-fight",
+    "extraneous-resource",
+    "missing-resource",
+    "selfheal-backoff",
+    "tracking-id-missing",
+    "tracking-id-invalid",
+    "tracking-id-mismatch",
+    "tracking-id-copied",
+    "controller-forbidden",
+}
+
+
+def test_every_code_is_registered(pm) -> None:  # type: ignore[no-untyped-def]
+    registered = {c for r in hookspecs.collect_rules(pm) for c in r.codes}
+    assert registered >= CODES
+
+
+def test_every_code_has_a_scenario_with_evidence() -> None:
+    seen: dict[str, list[str]] = {}
+    for expected in sorted((TESTDATA / "scenarios").glob("diag-*/expected.json")):
+        report = json.loads(expected.read_text())
+        for finding in report["applications"][0]["findings"]:
+            assert finding["evidence"], (expected.parent.name, finding["code"])
+            seen.setdefault(finding["code"], []).append(expected.parent.name)
+    assert set(seen) >= CODES, sorted(CODES - set(seen))
+
+
+@pytest.mark.parametrize(
+    ("attempts", "delay"), [(0, 0), (1, 2), (2, 6), (3, 18), (4, 54), (5, 162), (6, 300), (9, 300)]
+)
+def test_self_heal_backoff(attempts: int, delay: int) -> None:
+    assert rules.self_heal_delay(attempts) == delay
+
+
+def _app(**kw: object) -> model.Application:
+    base: dict[str, object] = {
+        "name": "guestbook",
+        "namespace": "argocd",
+        "project": "default",
+        "sources": (),
+        "dest_server": "https://kubernetes.default.svc",
+        "dest_name": "",
+        "dest_namespace": "prod",
+        "sync_policy": model.SyncPolicy(automated=True),
+        "ignore_rules": (),
+        "sync_status": "OutOfSync",
+        "revisions": (),
+        "history": (),
+        "operation": None,
+    }
+    base.update(kw)
+    return model.Application(**base)  # type: ignore[arg-type]
+
+
+def _project(*windows: dict[str, object]) -> dict[str, object]:
+    return {"kind": "AppProject", "spec": {"syncWindows": list(windows)}}
+
+
+AT = datetime(2026, 11, 30, 4, 4, 34, tzinfo=timezone.utc)  # a Monday
+
+
+def test_sync_windows() -> None:
+    app = _app()
+    deny = {"kind": "deny", "schedule": "0 4 * * *", "duration": "1h", "applications": ["guest*"]}
+    verdict = syncwindows.can_sync(app, _project(deny), AT)
+    assert (verdict.automated, verdict.manual) == (False, False)
+    assert syncwindows.can_sync(app, _project({**deny, "manualSync": True}), AT).manual
+    # an allow window elsewhere in time blocks, one now allows
+    night = {"kind": "allow", "schedule": "0 22 * * 1-5", "duration": "2h", "namespaces": ["prod"]}
+    assert not syncwindows.can_sync(app, _project(night), AT).automated
+    now = {**night, "schedule": "0 4 * * mon"}
+    assert syncwindows.can_sync(app, _project(now), AT).automated
+    # windows for other apps do not apply; time zones shift the schedule
+    other = {**deny, "applications": ["billing"]}
+    assert syncwindows.can_sync(app, _project(other), AT).automated
+    tz = {**deny, "schedule": "0 5 * * *", "timeZone": "Europe/Berlin"}
+    assert not syncwindows.can_sync(app, _project(tz), AT).automated
+
+
+@pytest.mark.parametrize("bad", ["0 4 * *", "61 * * * *", "*/0 * * * *", "0 4 * * funday"])
+def test_bad_cron(bad: str) -> None:
+    with pytest.raises(syncwindows.CronError):
+        syncwindows.parse_cron(bad)
+
+
+def test_cron_dom_dow_or() -> None:
+    cron = syncwindows.parse_cron("0 0 1 * mon")
+    assert cron.matches(datetime(2026, 12, 1, 0, 0))  # the 1st (a Tuesday)
+    assert cron.matches(datetime(2026, 12, 7, 0, 0))  # a Monday
+    assert not cron.matches(datetime(2026, 12, 8, 0, 0))
+    assert syncwindows.parse_cron("@hourly").matches(datetime(2026, 12, 8, 3, 0))
+
+
+def test_tracking_audit() -> None:
+    app = _app()
+    settings = model.Settings()
+    key = model.ObjectKey("", "Service", "prod", "web")
+
+    def drift(annotation: str | None) -> model.Drift:
+        annotations = {} if annotation is None else {tracking.TRACKING_ID: annotation}
+        live = {"metadata": {"name": "web", "namespace": "prod", "annotations": annotations}}
+        return model.Drift(key, model.ResourceStatus.OUT_OF_SYNC, desired={}, live=live)
+
+    cases = {
+        None: tracking.MISSING,
+        "guestbook:Service:prod/web": tracking.INVALID,
+        "storefront:/Service:prod/web": tracking.MISMATCH,
+        "guestbook:/Service:prod/other": tracking.COPIED,
+    }
+    for annotation, code in cases.items():
+        (issue,) = tracking.audit([drift(annotation)], [], app, settings)
+        assert issue.code == code
+    assert tracking.audit([drift("guestbook:/Service:prod/web")], [], app, settings) == []
+    (mismatch,) = tracking.audit([drift("apps_storefront:/Service:prod/web")], [], app, settings)
+    assert tracking.shared_resource_warning(mismatch, app) == (
+        "Service/web is part of applications argocd/guestbook and apps/storefront"
+    )
+
+
+def test_ignored_but_overwritten_respects_the_sync_option() -> None:
+    change = model.Change(model.Op.CHANGE, ("spec", "replicas"), 3, 6)
+    hidden = model.Suppressed(change, "application/ignoreDifferences[0]", "application")
+    key = model.ObjectKey("apps", "Deployment", "prod", "guestbook")
+    drift = model.Drift(
+        key, model.ResourceStatus.SYNCED, suppressed=(hidden,), desired={}, live={"metadata": {}}
+    )
+
+    class Ctx:
+        def __init__(self, app: model.Application) -> None:
+            self.app, self.settings, self.drifts, self.live = app, model.Settings(), [drift], []
+            self.managed_fields_known = True
+
+    assert [f.code for f in rules.ignored_but_overwritten(Ctx(_app()))] == [
+        "ignored-but-overwritten"
+    ]
+    respect = _app(
+        sync_policy=model.SyncPolicy(True, sync_options=("RespectIgnoreDifferences=true",))
+    )
+    assert list(rules.ignored_but_overwritten(Ctx(respect))) == []
