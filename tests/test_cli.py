@@ -186,10 +186,22 @@ def test_revision_and_local_are_exclusive(run_cli, repo) -> None:  # type: ignor
     assert "not allowed with" in result.stderr
 
 
-def test_snapshot_is_required_until_live_mode(run_cli, repo) -> None:  # type: ignore[no-untyped-def]
+def test_live_without_kubeconfig(run_cli, repo, tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setenv("KUBECONFIG", str(tmp_path / "no-such-kubeconfig"))
+    monkeypatch.setenv("KUBERNETES_SERVICE_HOST", "")
     result = run_cli(["guestbook", "--repo-root", str(repo), "--no-entry-points"])
+    assert result.exit_code == ExitCode.CLUSTER_ERROR
+    _one_line_error(result, "kubeconfig")
+    assert "--snapshot" in result.stderr
+
+
+def test_app_or_all_is_required(run_cli, repo) -> None:  # type: ignore[no-untyped-def]
+    result = run_cli(["--snapshot", str(INCIDENT / "snapshot.yaml"), "--repo-root", str(repo)])
     assert result.exit_code == ExitCode.USAGE_ERROR
-    _one_line_error(result, "--snapshot")
+    _one_line_error(result, "--all")
+    both = run_cli([*_base(repo), "--all"])
+    assert both.exit_code == ExitCode.USAGE_ERROR
+    _one_line_error(both, "not both")
 
 
 def test_internal_errors_are_reported_as_bugs(run_cli, repo, monkeypatch) -> None:  # type: ignore[no-untyped-def]

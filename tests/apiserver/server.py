@@ -786,6 +786,8 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             return _json(200, discovery.version_info)
         if path in ("/healthz", "/livez", "/readyz"):
             return _Response(200, b"ok", "text/plain; charset=utf-8")
+        if path == "/openapi/v3" or path.startswith("/openapi/v3/"):
+            return _openapi_v3(path)
         if path in ("/api", "/apis"):
             if _accepts_aggregated(accept):
                 doc = discovery.aggregated_core() if path == "/api" else discovery.aggregated_apis()
@@ -952,6 +954,30 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             "status": status,
         }
         return _json(201, answer)
+
+
+#: The recorded OpenAPI v3 documents the server has (``data/openapi-0*.json``), by index key.
+_OPENAPI_DOCS = {"apis/apps/v1": "openapi-02-v3-apis-apps-v1.json"}
+
+
+def _openapi_v3(path: str) -> _Response:
+    """``/openapi/v3``: the recorded index reduced to the documents in ``data/`` (served as
+    ``text/plain`` like the real server), and those documents (``public, immutable``)."""
+    data_dir = Path(__file__).with_name("data")
+    if path == "/openapi/v3":
+        index = json.loads((data_dir / "openapi-01-v3-index.json").read_text())
+        paths = {k: v for k, v in index["paths"].items() if k in _OPENAPI_DOCS}
+        body = json.dumps({"paths": paths}, separators=(",", ":")).encode()
+        return _Response(200, body, "text/plain; charset=utf-8")
+    name = _OPENAPI_DOCS.get(path.removeprefix("/openapi/v3/"))
+    if name is None:
+        return _Response(404, b"404 page not found\n", "text/plain; charset=utf-8")
+    return _Response(
+        200,
+        (data_dir / name).read_bytes(),
+        "application/json",
+        {"Cache-Control": "public, immutable"},
+    )
 
 
 def _fields_v1(value: Mapping[str, Any], *, top: bool = False) -> dict[str, Any]:
