@@ -242,6 +242,8 @@ def build_subparser(command: str, prog: str) -> _Parser:
         parser.add_argument("--disable-plugin", metavar="NAME", action="append", default=[])
         parser.add_argument("--no-entry-points", action="store_true")
         parser.add_argument("-o", "--output", choices=("text", "json"), default="text")
+    if command == "plugins":
+        parser.add_argument("--all", action="store_true", help="also list the built-in plugins")
     parser.add_argument("--debug", action="store_true", help="show tracebacks")
     return parser
 
@@ -317,14 +319,16 @@ def _dispatch(argv: list[str], out: TextIO, err: TextIO, prog: str) -> ExitCode:
             paths=sub.plugin, entry_points=not sub.no_entry_points, blocked=sub.disable_plugin
         )
         if command == "plugins":
-            return _plugins(pm, sub.output, out)
+            return _plugins(pm, sub.output, out, include_builtins=sub.all)
         return _rules(pm, sub.output, out)
     args = _streams(build_parser(prog), out, err).parse_args(argv)
     return _compare(args, out, err)
 
 
-def _plugins(pm: plugins.PluginManager, fmt: str, out: TextIO) -> ExitCode:
-    infos = plugins.describe(pm)
+def _plugins(
+    pm: plugins.PluginManager, fmt: str, out: TextIO, *, include_builtins: bool = False
+) -> ExitCode:
+    infos = plugins.describe(pm, include_builtins=include_builtins)
     if fmt == "json":
         import json
 

@@ -1,14 +1,32 @@
 """The plugin contract: every hook a built-in or team plugin can implement.
 
-Hooks that contribute named things take a `register` callback, so each rule, ignore rule and
-output format records the plugin that provided it. The core calls hooks only through `call_each`
-and `first_result`, which name the plugin in the error when one raises.
+Five hooks, all prefixed `gitdrift_`, each typed and documented with how it is called:
+
+| hook                          | calls      | when                                      |
+|-------------------------------|------------|-------------------------------------------|
+| `gitdrift_register_rules`     | 1:N        | once per run, before anything is read     |
+| `gitdrift_register_renderers` | 1:N        | once per run, before anything is read     |
+| `gitdrift_ignore_rules`       | 1:N        | once per application, before comparing    |
+| `gitdrift_normalize`          | 1:N        | twice per compared object (desired, live) |
+| `gitdrift_attribute`          | firstresult| once per drifted field                    |
+
+Plugins registered later are called first (pluggy's LIFO order): team plugins run before the
+built-ins and can override them. Hooks that contribute named things take a `register` callback, so
+each rule and output format records the plugin that provided it; ignore rules are stamped with
+their plugin here, and every `Finding` and `Suppressed` carries it into the report.
+
+The core calls hooks only through `call_each`, `first_result`, `collect_rules` and
+`collect_renderers`. They check what a plugin returns and turn any exception raised inside a
+plugin into a one-line `PluginError` naming it, which fails the run with exit code 4.
+
+Source renderers (a team's config-management plugin, like Argo CD's CMP) are not a hook yet.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+import difflib
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 import pluggy
@@ -20,9 +38,14 @@ PROJECT = "kubectl_gitdrift"
 hookspec = pluggy.HookspecMarker(PROJECT)
 hookimpl = pluggy.HookimplMarker(PROJECT)
 
+SIDES = ("desired", "live")
+
 
 class RuleContext(Protocol):
-    """What a diagnosis rule sees (built by diagnosis.py): the app, its settings and every drift."""
+    """What a diagnosis rule sees (built by diagnosis.py): the app, its settings and every drift.
+
+    Read-only: a rule must not change anything it is given.
+    """
 
     @property
     def app(self) -> model.Application: ...
@@ -74,12 +97,19 @@ class RegisterRenderer(Protocol):
     def __call__(self, name: str, fn: RendererFn, *, doc: str = ...) -> None: ...
 
 
+# --------------------------------------------------------------------------- the hooks
+
+
 @hookspec
 def gitdrift_register_rules(register: RegisterRule) -> None:
     """Register diagnosis rules: `register(rule_id, fn, severity=, doc=, codes=)`.
 
-    `fn(ctx)` gets a RuleContext and yields Findings; it must be pure. Called once per run, for
-    every plugin (1:N). Rule ids are `<plugin>/<name>` and must be unique.
+    Calls: 1:N, every plugin; once per run, before any input is read (also by `gitdrift rules`).
+
+    `rule_id` is `<plugin>/<name>` and unique across plugins; `--disable-rule ID` skips it.
+    `fn(ctx: RuleContext)` yields `Finding`s, once per application after drifts are attributed.
+    It must be pure: no I/O, no changes to `ctx`. `rule` and `plugin` of each finding are filled
+    in by gitdrift. `severity` is the rule's worst; `codes` lists the finding codes it emits.
     """
 
 
@@ -87,45 +117,82 @@ def gitdrift_register_rules(register: RegisterRule) -> None:
 def gitdrift_ignore_rules(
     app: model.Application, live: Sequence[model.Manifest]
 ) -> Iterable[model.IgnoreRule] | None:
-    """Ignore rules this plugin adds for an application (1:N: every plugin's rules are used).
+    """Ignore rules this plugin adds for an application, like `ignoreDifferences` entries.
 
-    Each IgnoreRule names what it hides (group/kind globs, name, namespace, jsonPointers,
-    jqPathExpressions, managedFieldsManagers); set `rule_id` so `--show-suppressed` can say which
-    rule hid a field. `live` is every live object read, e.g. to find HPAs and their targets.
+    Calls: 1:N, every plugin's rules are used; once per application, before any comparison.
+
+    `live` is every live object read (the app's and others, e.g. HPAs and their targets); treat
+    it as read-only. Each `IgnoreRule` selects objects (group/kind globs, name, namespace) and
+    names fields to hide (`json_pointers`, `jq_paths`, `managers`). Set `rule_id` (e.g.
+    `"hpa_replicas/web"`): `--show-suppressed` lists every hidden difference with that id and the
+    plugin. `origin` is set to the plugin's name. Returning None or nothing adds no rules.
     """
 
 
 @hookspec
 def gitdrift_normalize(key: model.ObjectKey, body: dict[str, Any], side: str) -> None:
-    """Edit an object in place before it is compared (1:N, each plugin in turn).
+    """Edit an object in place before it is compared.
 
-    `side` is "desired" or "live". Called after the built-in normalization, on private copies.
-    Use it for what an ignore rule cannot express, e.g. dropping an injected sidecar container.
+    Calls: 1:N, each plugin in turn (newest first); for every object present on both sides,
+    once with `side="desired"` and once with `side="live"`, after the built-in normalization
+    and ignore rules, on private copies. Must be deterministic and idempotent, and must not look
+    at anything but its arguments. Prefer an ignore rule (recorded in the report as suppressed);
+    use this for what an ignore rule cannot express, e.g. undoing a rewrite an admission
+    webhook made to a field git also sets.
     """
 
 
 @hookspec(firstresult=True)
 def gitdrift_attribute(change: model.Change, live: Mapping[str, Any]) -> model.Owner | None:
-    """Name the writer behind a drifted live field; the first non-None answer wins.
+    """Name the writer behind a drifted live field.
 
-    Plugins registered later are asked first, so a team plugin overrides the built-in
-    managedFields attribution.
+    Calls: firstresult; once per drifted field. Plugins registered later are asked first and the
+    first non-None answer wins, so a team plugin overrides the built-in managedFields attribution
+    (return None to let it answer). Must be pure; `live` is the raw live object.
     """
 
 
 @hookspec
 def gitdrift_register_renderers(register: RegisterRenderer) -> None:
-    """Register output formats for `-o NAME`: `register(name, fn(report) -> str, doc=)` (1:N)."""
+    """Register output formats for `-o NAME`: `register(name, fn, doc=)`.
+
+    Calls: 1:N, every plugin; once per run. `fn(report: Report) -> str` returns the whole output
+    (the CLI writes it only once the run succeeded). A plugin registered later may replace a
+    built-in format of the same name.
+    """
+
+
+HOOKS = (
+    "gitdrift_attribute",
+    "gitdrift_ignore_rules",
+    "gitdrift_normalize",
+    "gitdrift_register_renderers",
+    "gitdrift_register_rules",
+)
+
+
+def suggest_hook(name: str) -> str:
+    """`" (did you mean gitdrift_normalize?)"` for a misspelled hook name, else ""."""
+    prefix = "gitdrift_"
+    names = {hook.removeprefix(prefix): hook for hook in HOOKS}
+    close = difflib.get_close_matches(name.removeprefix(prefix), list(names), n=1, cutoff=0.6)
+    return f" (did you mean {names[close[0]]}?)" if close else ""
 
 
 # --------------------------------------------------------------------------- calling hooks
 
 
+def one_line(exc: BaseException) -> str:
+    """`TypeName: first line of the message`, for one-line errors."""
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
+
+
 def call_each(pm: pluggy.PluginManager, hook: str, **kwargs: Any) -> list[tuple[str, Any]]:
     """Call every implementation of a 1:N hook, newest plugin first, as (plugin name, result).
 
-    Unlike `pm.hook.X(...)` this knows which plugin gave which result and names the plugin when
-    one raises.
+    Unlike `pm.hook.X(...)` this knows which plugin gave which result, checks the result, and
+    names the plugin when one raises.
     """
     results: list[tuple[str, Any]] = []
     for impl in reversed(getattr(pm.hook, hook).get_hookimpls()):
@@ -144,19 +211,92 @@ def first_result(pm: pluggy.PluginManager, hook: str, **kwargs: Any) -> tuple[st
 
 
 def _call(impl: pluggy.HookImpl, hook: str, kwargs: Mapping[str, Any]) -> Any:
+    plugin = impl.plugin_name
     try:
-        return impl.function(**{name: kwargs[name] for name in impl.argnames})
+        result = impl.function(**{name: kwargs[name] for name in impl.argnames})
+        check = _CHECKS.get(hook)
+        return check(plugin, result) if check is not None else result
     except GitDriftError:
         raise
     except Exception as exc:
         raise PluginError(
-            f"plugin {impl.plugin_name!r} failed in {hook}: {type(exc).__name__}: {exc}",
-            hint="run with --debug for the traceback, or --disable-plugin " + impl.plugin_name,
+            f"plugin {plugin!r} failed in {hook}: {one_line(exc)}",
+            hint=f"run with --debug for the traceback, or --disable-plugin {plugin}",
         ) from exc
 
 
+def _check_ignore_rules(plugin: str, result: Any) -> tuple[model.IgnoreRule, ...]:
+    """Materialise (a generator raises here, inside the plugin's call) and stamp the plugin."""
+    if result is None:
+        return ()
+    if isinstance(result, model.IgnoreRule | str | bytes | Mapping) or not isinstance(
+        result, Iterable
+    ):
+        raise TypeError(f"must return an iterable of IgnoreRule, not {type(result).__name__}")
+    out = []
+    for rule in result:
+        if not isinstance(rule, model.IgnoreRule):
+            raise TypeError(f"returned a {type(rule).__name__}, not an IgnoreRule")
+        for pointer in rule.json_pointers:
+            if not isinstance(pointer, str) or not (pointer == "" or pointer.startswith("/")):
+                raise ValueError(f"JSON pointer {pointer!r} must start with '/'")
+        for expr in rule.jq_paths:
+            _check_jq(expr)
+        out.append(replace(rule, origin=plugin))
+    return tuple(out)
+
+
+def _check_jq(expr: str) -> None:
+    import jq
+
+    try:
+        jq.compile(f"del({expr})")
+    except ValueError as exc:
+        raise ValueError(f"invalid jq path expression {expr!r}: {one_line(exc)}") from None
+
+
+def _check_owner(plugin: str, result: Any) -> model.Owner | None:
+    if result is not None and not isinstance(result, model.Owner):
+        raise TypeError(f"must return an Owner or None, not {type(result).__name__}")
+    return result
+
+
+def _check_none(plugin: str, result: Any) -> None:
+    if result is not None:
+        raise TypeError(f"must edit the body in place and return None, not {type(result).__name__}")
+
+
+_CHECKS: dict[str, Callable[[str, Any], Any]] = {
+    "gitdrift_ignore_rules": _check_ignore_rules,
+    "gitdrift_attribute": _check_owner,
+    "gitdrift_normalize": _check_none,
+}
+
+
+def _checked_rule(rule_id: str, plugin: str, fn: RuleFn) -> RuleFn:
+    """The rule's findings, checked one by one (a generator raises while iterated here)."""
+
+    def run(ctx: RuleContext) -> Iterator[model.Finding]:
+        try:
+            for finding in fn(ctx) or ():
+                if not isinstance(finding, model.Finding):
+                    raise TypeError(f"yielded a {type(finding).__name__}, not a Finding")
+                yield finding
+        except GitDriftError:
+            raise
+        except Exception as exc:
+            raise PluginError(
+                f"rule {rule_id!r} of plugin {plugin!r} failed: {one_line(exc)}",
+                hint=f"run with --debug for the traceback, or --disable-rule {rule_id}",
+            ) from exc
+
+    run.__doc__ = fn.__doc__
+    return run
+
+
 def collect_rules(pm: pluggy.PluginManager) -> list[Rule]:
-    """Every diagnosis rule the loaded plugins register, with the plugin that registered it."""
+    """Every diagnosis rule the loaded plugins register, with the plugin that registered it,
+    sorted by id."""
     rules: dict[str, Rule] = {}
     for impl in pm.hook.gitdrift_register_rules.get_hookimpls():
         plugin = impl.plugin_name
@@ -170,17 +310,46 @@ def collect_rules(pm: pluggy.PluginManager) -> list[Rule]:
             codes: Sequence[str] = (),
             _plugin: str = plugin,
         ) -> None:
+            if not isinstance(rule_id, str) or "/" not in rule_id.strip("/"):
+                raise ValueError(f"rule id {rule_id!r} must look like '<plugin>/<name>'")
+            if not callable(fn):
+                raise TypeError(f"rule {rule_id!r}: fn is not callable")
+            if not isinstance(severity, model.Severity):
+                raise TypeError(f"rule {rule_id!r}: severity must be a Severity")
             if rule_id in rules:
                 raise PluginError(
                     f"plugin {_plugin!r} registers rule {rule_id!r}, "
                     f"already registered by {rules[rule_id].plugin!r}"
                 )
             rules[rule_id] = Rule(
-                rule_id, fn, severity, doc or "Undocumented", _plugin, tuple(codes)
+                rule_id,
+                _checked_rule(rule_id, _plugin, fn),
+                severity,
+                " ".join((doc or "Undocumented").split()),
+                _plugin,
+                tuple(codes),
             )
 
         _call(impl, "gitdrift_register_rules", {"register": register})
     return [rules[k] for k in sorted(rules)]
+
+
+def _checked_renderer(name: str, plugin: str, fn: RendererFn) -> RendererFn:
+    def render(report: model.Report) -> str:
+        try:
+            text = fn(report)
+            if not isinstance(text, str):
+                raise TypeError(f"returned a {type(text).__name__}, not a str")
+        except GitDriftError:
+            raise
+        except Exception as exc:
+            raise PluginError(
+                f"output format {name!r} of plugin {plugin!r} failed: {one_line(exc)}",
+                hint="run with --debug for the traceback",
+            ) from exc
+        return text
+
+    return render
 
 
 def collect_renderers(pm: pluggy.PluginManager) -> dict[str, Renderer]:
@@ -190,7 +359,13 @@ def collect_renderers(pm: pluggy.PluginManager) -> dict[str, Renderer]:
         plugin = impl.plugin_name
 
         def register(name: str, fn: RendererFn, *, doc: str = "", _plugin: str = plugin) -> None:
-            renderers[name] = Renderer(name, fn, doc or "Undocumented", _plugin)
+            if not isinstance(name, str) or not name or name != name.strip():
+                raise ValueError(f"output format name {name!r} must be a non-empty word")
+            if not callable(fn):
+                raise TypeError(f"output format {name!r}: fn is not callable")
+            renderers[name] = Renderer(
+                name, _checked_renderer(name, _plugin, fn), doc or "Undocumented", _plugin
+            )
 
         _call(impl, "gitdrift_register_renderers", {"register": register})
     return renderers

@@ -1,4 +1,10 @@
-"""Builds the plugin manager for one run: built-ins, installed team plugins, --plugin paths."""
+"""Builds the plugin manager for one run: built-ins, installed team plugins, --plugin paths.
+
+Failure policy: a plugin that fails to import, implements a hook that does not exist (a
+misspelled `gitdrift_*`), or declares arguments its hook does not have fails the run with a
+one-line `PluginError` naming it (exit code 4). Silently losing a team's rules is worse for a
+drift gate than stopping.
+"""
 
 from __future__ import annotations
 
@@ -25,12 +31,13 @@ DEFAULT_PLUGINS = (
 BUILTIN_NAMES = {module: "builtin/" + module.rsplit(".", 1)[1] for module in DEFAULT_PLUGINS}
 ENTRY_POINT_GROUP = "kubectl_gitdrift"
 AUTOLOAD_ENV = "KUBECTL_GITDRIFT_DISABLE_PLUGIN_AUTOLOAD"
+PATH_MODULE_PREFIX = "kubectl_gitdrift_plugin_"
 
 
 @dataclass(frozen=True, slots=True)
 class PluginInfo:
     name: str
-    source: str  # "builtin", "entry point <dist>", "path <file>", "module <name>"
+    source: str  # "builtin", "entry point <dist>", or the --plugin PATH|MODULE as given
     version: str
     hooks: tuple[str, ...]
 
@@ -43,21 +50,33 @@ class PluginManager(pluggy.PluginManager):
         self.sources: dict[str, str] = {}
 
 
+def autoload_disabled() -> bool:
+    """`KUBECTL_GITDRIFT_DISABLE_PLUGIN_AUTOLOAD` set to anything but "", "0" or "false"."""
+    return os.environ.get(AUTOLOAD_ENV, "").strip().lower() not in ("", "0", "false", "no")
+
+
 def make_plugin_manager(
     *,
     paths: Sequence[str] = (),
     entry_points: bool = True,
     blocked: Sequence[str] = (),
 ) -> PluginManager:
-    """A fresh manager for one run. Built-ins first, so team plugins (registered later) are
-    called first. Any failure to load names the plugin and raises PluginError."""
+    """A fresh manager for one run.
+
+    Order: built-ins, then installed distributions (entry-point group `kubectl_gitdrift`, sorted
+    by name; skipped when `entry_points` is False or autoload is disabled by the environment),
+    then `paths` in the order given. pluggy calls the newest first, so team plugins run before
+    the built-ins and override `gitdrift_attribute`. `blocked` names (`--disable-plugin`) are
+    never imported. Any failure names the plugin and raises PluginError.
+    """
     pm = PluginManager()
     pm.add_hookspecs(hookspecs)
     for name in blocked:
         pm.set_blocked(name)
     for module in DEFAULT_PLUGINS:
-        _register(pm, importlib.import_module(module), BUILTIN_NAMES[module], "builtin")
-    if entry_points and not os.environ.get(AUTOLOAD_ENV):
+        if not pm.is_blocked(BUILTIN_NAMES[module]):
+            _register(pm, importlib.import_module(module), BUILTIN_NAMES[module], "builtin")
+    if entry_points and not autoload_disabled():
         for ep in sorted(importlib.metadata.entry_points(group=ENTRY_POINT_GROUP), key=_ep_key):
             if pm.is_blocked(ep.name):
                 continue
@@ -67,18 +86,20 @@ def make_plugin_manager(
             except Exception as exc:
                 raise PluginError(
                     f"plugin {ep.name!r} (entry point from {dist}) failed to load: "
-                    f"{type(exc).__name__}: {exc}",
+                    f"{hookspecs.one_line(exc)}",
                     hint=f"fix or uninstall {dist}, or pass --disable-plugin {ep.name}",
                 ) from exc
             _register(pm, plugin, ep.name, f"entry point {dist}")
     for spec in paths:
-        name, plugin = _load_path_or_module(spec)
-        if not pm.is_blocked(name):
-            _register(pm, plugin, name, spec)
+        name = plugin_name(spec)
+        if pm.is_blocked(name):
+            continue
+        _register(pm, _load_path_or_module(spec, name), name, spec)
     try:
         pm.check_pending()
-    except pluggy.PluginValidationError as exc:
-        raise PluginError(f"plugin {exc.plugin!r}: {exc}") from exc
+    except pluggy.PluginValidationError as exc:  # pragma: no cover - _check_hooks catches first
+        name = pm.get_name(exc.plugin) or "?"
+        raise PluginError(f"plugin {name!r}: {hookspecs.one_line(exc)}") from exc
     return pm
 
 
@@ -86,53 +107,106 @@ def _ep_key(ep: importlib.metadata.EntryPoint) -> str:
     return ep.name
 
 
+def plugin_name(spec: str) -> str:
+    """The name `--plugin SPEC` registers under: a file's stem, or the module's dotted name."""
+    if _is_path(spec):
+        return Path(spec).stem
+    return spec
+
+
+def _is_path(spec: str) -> bool:
+    return spec.endswith(".py") or os.sep in spec or "/" in spec or Path(spec).is_file()
+
+
 def _register(pm: PluginManager, plugin: object, name: str, source: str) -> None:
-    if pm.get_plugin(name) is not None:
-        raise PluginError(f"plugin {name!r} is loaded twice", hint="drop one of the --plugin flags")
+    if pm.get_plugin(name) is not None or name in pm.sources:
+        raise PluginError(
+            f"plugin {name!r} ({source}) is loaded twice (also from {pm.sources.get(name, '?')})",
+            hint="drop one of the --plugin flags, or --disable-plugin the installed one",
+        )
+    _check_hooks(plugin, name, source)
     try:
         pm.register(plugin, name=name)
     except pluggy.PluginValidationError as exc:
-        raise PluginError(f"plugin {name!r} ({source}): {exc}") from exc
+        lines = [line.strip() for line in str(exc).strip().splitlines() if line.strip()]
+        detail = f"{lines[0]}: {lines[-1]}" if len(lines) > 1 else "".join(lines)
+        raise PluginError(f"plugin {name!r} ({source}): {detail}") from exc
     pm.sources[name] = source
 
 
-def _load_path_or_module(spec: str) -> tuple[str, ModuleType]:
-    """`--plugin ./plugins/hpa_replicas.py` or `--plugin team_pkg.rules`."""
-    path = Path(spec)
-    if spec.endswith(".py") or path.is_file():
-        if not path.is_file():
-            raise PluginError(f"--plugin {spec}: no such file")
-        name = path.stem
-        module_name = f"kubectl_gitdrift_plugin_{name}"
-        loader_spec = importlib.util.spec_from_file_location(module_name, path)
-        if loader_spec is None or loader_spec.loader is None:
-            raise PluginError(f"--plugin {spec}: cannot be imported as a Python module")
-        module = importlib.util.module_from_spec(loader_spec)
-        sys.modules[module_name] = module
-        try:
-            loader_spec.loader.exec_module(module)
-        except Exception as exc:
-            sys.modules.pop(module_name, None)
+def _check_hooks(plugin: object, name: str, source: str) -> None:
+    """Reject a `gitdrift_*` attribute that is no hook (misspelled) or lacks `@hookimpl`, and
+    hook wrappers (gitdrift calls each implementation itself, to name the one that fails)."""
+    marker = f"{hookspecs.PROJECT}_impl"
+    for attr in sorted(dir(plugin)):
+        if not attr.startswith("gitdrift_"):
+            continue
+        value = getattr(plugin, attr, None)
+        if not callable(value):
+            continue
+        if attr not in hookspecs.HOOKS:
             raise PluginError(
-                f"plugin {name!r} ({spec}) failed to import: {type(exc).__name__}: {exc}"
-            ) from exc
-        return name, module
+                f"plugin {name!r} ({source}) implements unknown hook {attr!r}"
+                + hookspecs.suggest_hook(attr),
+                hint="see docs/plugins.md for the hooks, or: kubectl gitdrift plugins --all",
+            )
+        opts = getattr(value, marker, None)
+        if opts is None:
+            raise PluginError(
+                f"plugin {name!r} ({source}): {attr} is not decorated with @hookimpl",
+                hint="from kubectl_gitdrift import hookimpl",
+            )
+        if opts.get("hookwrapper") or opts.get("wrapper"):
+            raise PluginError(
+                f"plugin {name!r} ({source}): {attr} is a hook wrapper; gitdrift hooks do not "
+                "support wrappers"
+            )
+
+
+def _load_path_or_module(spec: str, name: str) -> object:
+    """`--plugin ./plugins/hpa_replicas.py` or `--plugin team_pkg.rules`."""
+    if _is_path(spec):
+        return _load_file(spec, name)
     try:
-        module = importlib.import_module(spec)
+        return importlib.import_module(spec)
     except Exception as exc:
         raise PluginError(
-            f"--plugin {spec}: failed to import module: {type(exc).__name__}: {exc}"
+            f"plugin {name!r} (--plugin {spec}) failed to import: {hookspecs.one_line(exc)}",
+            hint="pass a file path (ending in .py) or an importable module name",
         ) from exc
-    return spec, module
 
 
-def describe(pm: PluginManager) -> list[PluginInfo]:
-    """What is loaded, for `kubectl gitdrift plugins`."""
+def _load_file(spec: str, name: str) -> ModuleType:
+    path = Path(spec)
+    if not path.is_file():
+        raise PluginError(f"--plugin {spec}: no such file")
+    module_name = PATH_MODULE_PREFIX + name
+    loader_spec = importlib.util.spec_from_file_location(module_name, path)
+    if loader_spec is None or loader_spec.loader is None:
+        raise PluginError(f"--plugin {spec}: cannot be imported as a Python module")
+    module = importlib.util.module_from_spec(loader_spec)
+    sys.modules[module_name] = module  # dataclasses and pickling look the module up by name
+    try:
+        loader_spec.loader.exec_module(module)
+    except Exception as exc:
+        sys.modules.pop(module_name, None)
+        raise PluginError(
+            f"plugin {name!r} ({spec}) failed to import: {hookspecs.one_line(exc)}",
+            hint=f"run with --debug for the traceback, or drop --plugin {spec}",
+        ) from exc
+    return module
+
+
+def describe(pm: PluginManager, *, include_builtins: bool = False) -> list[PluginInfo]:
+    """What is loaded, for `kubectl gitdrift plugins` (builtins only with `--all`): sorted,
+    builtins first."""
     infos = []
     for name, plugin in pm.list_name_plugin():
         if plugin is None:
             continue
         source = pm.sources.get(name, "?")
+        if source == "builtin" and not include_builtins:
+            continue
         version = _version_of(plugin, source)
         hooks = tuple(sorted(h.name for h in pm.get_hookcallers(plugin) or ()))
         infos.append(PluginInfo(name, source, version, hooks))

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.conftest import TESTDATA
+from tests.conftest import ROOT, TESTDATA
 
 SCENARIOS = sorted(p for p in (TESTDATA / "scenarios").iterdir() if p.is_dir())
 
@@ -22,8 +22,13 @@ def _args(scenario: Path, spec: dict, repo: Path) -> list[str]:  # type: ignore[
         "--repo-root",
         str(repo),
         "--no-entry-points",
-        *spec.get("args", []),
+        *(_expand(str(arg), scenario) for arg in spec.get("args", [])),
     ]
+
+
+def _expand(arg: str, scenario: Path) -> str:
+    """`{root}` is the checkout, `{scenario}` the scenario's directory (e.g. for --plugin)."""
+    return arg.replace("{root}", str(ROOT)).replace("{scenario}", str(scenario.resolve()))
 
 
 @pytest.mark.parametrize("scenario", SCENARIOS, ids=lambda p: p.name)
