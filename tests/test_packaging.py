@@ -8,7 +8,7 @@ import tomllib
 import yaml
 
 from kubectl_gitdrift import __version__, cli
-from tests.conftest import ROOT, TESTDATA
+from tests.conftest import ROOT
 
 
 def test_versions_agree() -> None:
@@ -46,7 +46,19 @@ def test_console_scripts_resolve() -> None:
     assert callable(cli.run_argocd)
 
 
-def test_readme_shows_the_real_demo_output() -> None:
-    readme = (ROOT / "README.md").read_text()
-    sample = (TESTDATA / "scenarios/incident-replicas-scaled/expected.txt").read_text()
-    assert sample in readme, "README's sample output is stale: paste expected.txt into it"
+_DEMO = re.compile(
+    r"(<!-- demo-output: (\S+) -->\n```text\n)(.*?)(```\n<!-- /demo-output -->)", re.DOTALL
+)
+
+
+def test_readme_shows_the_real_demo_output(golden) -> None:  # type: ignore[no-untyped-def]
+    """The README's sample is a golden file's content; --update-golden refreshes it."""
+    path = ROOT / "README.md"
+    readme = path.read_text()
+    match = _DEMO.search(readme)
+    assert match, "README lost its demo-output markers"
+    sample = (ROOT / match.group(2)).read_text()
+    if golden.update:
+        path.write_text(readme[: match.start(3)] + sample + readme[match.end(3) :])
+        return
+    assert match.group(3) == sample, "README's sample output is stale: run pytest --update-golden"
