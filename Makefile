@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
 .DEFAULT_GOAL := check
-.PHONY: check demo test lint fmt golden parity clean
+.PHONY: check demo test lint fmt golden parity clean bench dist
 
 $(STAMP): pyproject.toml
 	@command -v kubectl >/dev/null 2>&1 || command -v kustomize >/dev/null 2>&1 || \
@@ -42,10 +42,21 @@ fmt: $(STAMP)
 	$(BIN)/ruff check --fix kubectl_gitdrift plugins tests bench testdata
 
 golden: $(STAMP)
-	$(BIN)/python -m pytest -q tests/test_scenarios.py --update-golden
+	$(BIN)/python -m pytest -q tests/test_scenarios.py tests/test_packaging.py --update-golden
+
+# Benchmarks (issue #8, BENCHMARKS.md): fixtures are generated once into bench/out/fixtures.
+bench: $(STAMP)
+	@$(BIN)/python -c 'import deepdiff' 2>/dev/null || $(BIN)/pip install --quiet -e '.[bench]'
+	$(BIN)/python bench/run.py $(BENCH_ARGS)
 
 parity: $(STAMP)
 	$(BIN)/python ../shared/argocd-parity/check --cli $(BIN)/kubectl-gitdrift
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info
+
+# Release archives for krew (dist/kubectl-gitdrift-v<version>-<os>-<arch>.tar.gz, one executable
+# bundling every supported CPython's dependencies) and their sha256/uri in krew-manifest.yaml.
+# Needs the package index (PyPI) for the wheels; see docs/install.md.
+dist: $(STAMP)
+	$(BIN)/python tools/make_dist.py --out dist --manifest krew-manifest.yaml

@@ -23,6 +23,7 @@ from kubectl_gitdrift import (
     application,
     attribution,
     audit,
+    completion,
     rbac,
     defaults,
     engine,
@@ -81,7 +82,7 @@ def build_parser(prog: str = "kubectl gitdrift") -> _Parser:
             "exit codes: 0 no drift, 1 drift found, 2 usage error, 3 input error (snapshot, "
             "source, app), 4 plugin error, 5 internal error, 6 cluster error, 7 incomplete "
             "(some resources could not be read).\n"
-            f"subcommands: {prog} snapshot|plugins|rules|version (each has --help)"
+            f"subcommands: {prog} snapshot|plugins|rules|version|completion (each has --help)"
         ),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -306,6 +307,8 @@ def _error(err: TextIO, exc: GitDriftError, debug: bool) -> None:
 
 
 def _dispatch(argv: list[str], out: TextIO, err: TextIO, prog: str) -> ExitCode:
+    if argv and argv[0] == "completion":  # `completion bash|zsh`; `completion __complete ARGS`
+        return ExitCode(completion.main(argv[1:], out, err, prog))
     if argv and argv[0] in SUBCOMMANDS:
         command, rest = argv[0], argv[1:]
         sub = _streams(build_subparser(command, prog), out, err).parse_args(rest)

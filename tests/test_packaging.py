@@ -41,6 +41,7 @@ def test_console_scripts_resolve() -> None:
     assert scripts == {
         "kubectl-gitdrift": "kubectl_gitdrift.cli:run",
         "argocd-gitdrift": "kubectl_gitdrift.cli:run_argocd",
+        "kubectl_complete-gitdrift": "kubectl_gitdrift.completion:kubectl_complete",
     }
     assert callable(cli.run)
     assert callable(cli.run_argocd)
