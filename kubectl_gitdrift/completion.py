@@ -28,6 +28,8 @@ from enum import IntFlag
 from pathlib import Path
 from typing import TextIO
 
+from kubectl_gitdrift import parser as grammar
+
 __all__ = ["Directive", "complete", "kubectl_complete", "main", "script"]
 
 SHELLS = ("bash", "zsh")
@@ -56,21 +58,20 @@ Candidates = tuple[list[str], Directive]
 def complete(args: Sequence[str], prog: str = "kubectl gitdrift") -> Candidates:
     """Candidates for the last word of `args` (the words after `gitdrift`; the last one is the
     word being typed, `""` for a new one)."""
-    from kubectl_gitdrift import cli  # lazy: cli imports this module
 
     words = list(args) or [""]
     prior, current = words[:-1], words[-1]
-    if prior and prior[0] in (*cli.SUBCOMMANDS, "completion"):
+    if prior and prior[0] in (*grammar.SUBCOMMANDS, "completion"):
         command = prior[0]
         if command == "completion":
             shells = [s for s in SHELLS if s.startswith(current)] if len(prior) == 1 else []
             return shells, Directive.NO_FILE_COMP
-        return _complete_parser(cli.build_subparser(command, prog), prior[1:], current, None)
+        return _complete_parser(grammar.build_subparser(command, prog), prior[1:], current, None)
     if not prior and not current.startswith("-"):
-        found = [c for c in _subcommands(cli.SUBCOMMANDS) if c.startswith(current)]
-        apps, _ = _complete_parser(cli.build_parser(prog), prior, current, [])
+        found = [c for c in _subcommands(grammar.SUBCOMMANDS) if c.startswith(current)]
+        apps, _ = _complete_parser(grammar.build_parser(prog), prior, current, [])
         return found + apps, Directive.NO_FILE_COMP
-    return _complete_parser(cli.build_parser(prog), prior, current, prior)
+    return _complete_parser(grammar.build_parser(prog), prior, current, prior)
 
 
 def _subcommands(names: Sequence[str]) -> list[str]:

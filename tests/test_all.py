@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 import yaml
 
-from kubectl_gitdrift import cli
+from kubectl_gitdrift import workflow
 from kubectl_gitdrift.errors import ExitCode
 from tests.apiserver import (
     REFERENCE_DIR,
@@ -132,7 +132,7 @@ def test_all_live_equals_offline_on_its_export(
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(cli, "CLUSTER_OPTIONS", {"backoff": 0.01})
+    monkeypatch.setattr(workflow, "CLUSTER_OPTIONS", {"backoff": 0.01})
     server = kube_apiserver(fleet())
     cluster = ["--kubeconfig", str(server.kubeconfig_path)]
     live = run_cli(["--all", *cluster, "--repo-root", str(repo), "-o", "json"])

@@ -313,8 +313,7 @@ def test_describe_all_includes_builtins() -> None:
 
 def test_plugins_all_flag(run_cli: Callable[..., Any]) -> None:
     result = run_cli(["plugins", "--all", "--no-entry-points", "-o", "json"])
-    if result.exit_code == ExitCode.USAGE_ERROR:
-        pytest.skip("cli.py has no `plugins --all` yet (requested from the lead)")
+    assert result.exit_code == ExitCode.OK, result.stderr
     names = [row["name"] for row in json.loads(result.stdout)]
     assert names == ["builtin/normalizers", "builtin/renderers", "builtin/rules"]
 

@@ -1,0 +1,215 @@
+"""The command line's grammar: every flag and subcommand of `kubectl gitdrift`, declared once.
+
+Used by cli.py to parse and by completion.py to complete; parsing writes help and errors to the
+streams it is given.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any, TextIO
+
+from kubectl_gitdrift import __version__, plugins, rbac
+
+SUBCOMMANDS = ("snapshot", "plugins", "rules", "version")
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse writing help and errors to the streams main() was given, not sys.*."""
+
+    out: TextIO | None = None
+    err: TextIO | None = None
+
+    def _print_message(self, message: str, file: Any = None) -> None:
+        if not message:
+            return
+        stream = self.err if file is sys.stderr else self.out
+        (stream or file or sys.stdout).write(message)
+
+
+def with_streams(parser: Parser, out: TextIO, err: TextIO) -> Parser:
+    parser.out, parser.err = out, err
+    return parser
+
+
+def build_parser(prog: str = "kubectl gitdrift") -> Parser:
+    parser = Parser(
+        prog=prog,
+        description=(
+            "Explain why an Argo CD Application is OutOfSync: what differs between git and the "
+            "cluster, who changed it, why Argo CD does not fix it, and how to fix it."
+        ),
+        epilog=(
+            "exit codes: 0 no drift, 1 drift found, 2 usage error, 3 input error (snapshot, "
+            "source, app), 4 plugin error, 5 internal error, 6 cluster error, 7 incomplete "
+            "(some resources could not be read).\n"
+            f"subcommands: {prog} snapshot|plugins|rules|version|completion (each has --help)"
+        ),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("app", nargs="?", help="the Application's name, or NAMESPACE/NAME")
+    parser.add_argument(
+        "--all", action="store_true", help="every Application: one summary row each"
+    )
+    parser.add_argument(
+        "-A",
+        "--all-namespaces",
+        action="store_true",
+        help="with --all: Applications in every namespace (default: --app-namespace)",
+    )
+    src = parser.add_argument_group("git side")
+    src.add_argument(
+        "--repo-root", metavar="DIR", type=Path, help="a local clone of the Application's repoURL"
+    )
+    rev = src.add_mutually_exclusive_group()
+    rev.add_argument(
+        "--revision",
+        metavar="REV",
+        help="render this revision (default: the one Argo CD last compared)",
+    )
+    rev.add_argument(
+        "--local", action="store_true", help="render the working tree of --repo-root as it is"
+    )
+    live = parser.add_argument_group("cluster side")
+    live.add_argument(
+        "--snapshot",
+        metavar="PATH",
+        type=Path,
+        help="offline: a kubectl get -o yaml List, multi-doc YAML/JSON, .gz, or a "
+        "directory of them",
+    )
+    live.add_argument(
+        "--app-namespace",
+        metavar="NS",
+        default=None,
+        help="the namespace of the Application (default: argocd)",
+    )
+    cluster_flags(live)
+    out = parser.add_argument_group("output")
+    out.add_argument(
+        "-o",
+        "--output",
+        default="text",
+        metavar="FORMAT",
+        help="text (default), json, yaml, or a plugin's format",
+    )
+    out.add_argument("--query", metavar="JMESPATH", help="print this JMESPath over the JSON report")
+    out.add_argument(
+        "--show-suppressed",
+        action="store_true",
+        help="list what ignore rules hid, and which rule hid each",
+    )
+    diag = parser.add_argument_group("diagnosis and remediation")
+    diag.add_argument(
+        "--audit-log",
+        metavar="FILE",
+        help="kube audit log (JSON lines, plain or gzip, - for stdin): name who made each change",
+    )
+    diag.add_argument(
+        "--controller-sa",
+        metavar="NS:NAME",
+        default=rbac.CONTROLLER,
+        help="the Argo CD controller's service account, for the RBAC check "
+        "(default: argocd:argocd-application-controller)",
+    )
+    diag.add_argument(
+        "--write-patch",
+        metavar="FILE",
+        type=Path,
+        help="write a git-apply-able patch that adopts the live values into git",
+    )
+    plug = parser.add_argument_group("plugins")
+    plug.add_argument(
+        "--plugin",
+        metavar="PATH|MODULE",
+        action="append",
+        default=[],
+        help="load a team plugin from a file or module (repeatable)",
+    )
+    plug.add_argument(
+        "--disable-plugin",
+        metavar="NAME",
+        action="append",
+        default=[],
+        help="do not load this plugin (repeatable)",
+    )
+    plug.add_argument(
+        "--disable-rule",
+        metavar="ID",
+        action="append",
+        default=[],
+        help="skip this diagnosis rule (repeatable; see 'rules')",
+    )
+    plug.add_argument(
+        "--no-entry-points",
+        action="store_true",
+        help=f"skip installed plugins (or set {plugins.AUTOLOAD_ENV}=1)",
+    )
+    out.add_argument(
+        "--progress",
+        action="store_true",
+        help="report progress on stderr (default: only when stderr is a terminal)",
+    )
+    parser.add_argument("--debug", action="store_true", help="show tracebacks")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    return parser
+
+
+def cluster_flags(group: Any) -> None:
+    group.add_argument("--context", metavar="NAME", help="kubeconfig context (live mode)")
+    group.add_argument("--kubeconfig", metavar="FILE", help="kubeconfig file (live mode)")
+    group.add_argument(
+        "--request-timeout",
+        metavar="SECONDS",
+        type=float,
+        default=30.0,
+        help="give up on one API request after this long (retried a few times; default 30)",
+    )
+
+
+def build_subparser(command: str, prog: str) -> Parser:
+    parser = Parser(prog=f"{prog} {command}")
+    if command == "snapshot":
+        parser.description = (
+            "Export what offline mode needs (a gitdrift/v1 Snapshot): the Applications, "
+            "AppProjects, argocd-cm, the live objects they need (with managedFields), RBAC "
+            "objects, OpenAPI merge keys. Secret values are stored as keyed fingerprints only."
+        )
+        parser.add_argument("apps", nargs="*", metavar="APP", help="NAME or NAMESPACE/NAME")
+        parser.add_argument("--all", action="store_true", help="every Application")
+        parser.add_argument("-A", "--all-namespaces", action="store_true")
+        parser.add_argument(
+            "-o",
+            "--output",
+            metavar="FILE",
+            type=Path,
+            required=True,
+            help="where to write it (.yaml, .json, optionally .gz)",
+        )
+        parser.add_argument(
+            "--repo-root",
+            metavar="DIR",
+            type=Path,
+            help="a clone to render, so the objects git has but Argo CD does not track yet "
+            "are captured too",
+        )
+        rev = parser.add_mutually_exclusive_group()
+        rev.add_argument("--revision", metavar="REV")
+        rev.add_argument("--local", action="store_true")
+        parser.add_argument("--app-namespace", metavar="NS", default=None)
+        cluster_flags(parser)
+        parser.add_argument("--progress", action="store_true")
+    if command in ("plugins", "rules"):
+        parser.add_argument("--plugin", metavar="PATH|MODULE", action="append", default=[])
+        parser.add_argument("--disable-plugin", metavar="NAME", action="append", default=[])
+        parser.add_argument("--no-entry-points", action="store_true")
+        parser.add_argument("-o", "--output", choices=("text", "json"), default="text")
+    if command == "plugins":
+        parser.add_argument("--all", action="store_true", help="also list the built-in plugins")
+    parser.add_argument("--debug", action="store_true", help="show tracebacks")
+    return parser
+
+
+# --------------------------------------------------------------------------- entry points

@@ -1,0 +1,484 @@
+"""Gathers one run's inputs at the edges and runs the engine for each selected Application.
+
+Offline: the snapshot's Applications, rendered from the clone. Live: the same, with the cluster
+read through cluster.py (imported only in live mode). The CLI decides flags, output and exit codes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import concurrent.futures
+import dataclasses
+import datetime
+import secrets
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TextIO
+
+from kubectl_gitdrift import (
+    application,
+    attribution,
+    audit,
+    defaults,
+    engine,
+    hookspecs,
+    model,
+    openapi,
+    plugins,
+    remedies,
+    schema,
+    snapshot,
+    tracking,
+)
+from kubectl_gitdrift.errors import (
+    AppError,
+    ClusterError,
+    GitDriftError,
+)
+from kubectl_gitdrift.sources import git as source_git
+from kubectl_gitdrift.sources import locate as source_locate
+from kubectl_gitdrift.sources import render as source_render
+
+Progress = Callable[[str], None]
+"""Reports a step of long work (the CLI prints it on stderr when asked)."""
+
+
+#: Overrides for cluster.Config (tests shorten backoffs and page sizes here).
+CLUSTER_OPTIONS: dict[str, Any] = {}
+
+
+@dataclass
+class Target:
+    """One Application to compare: parsed, rendered, or why not."""
+
+    body: model.Body
+    name: str  # namespace/name
+    app: model.Application | None = None
+    rendered: source_render.Rendered | None = None
+    error: GitDriftError | None = None
+    skipped: str = ""
+
+
+def split_name(text: str, args: argparse.Namespace) -> tuple[str | None, str]:
+    namespace, _, name = text.rpartition("/")
+    return (namespace or args.app_namespace or None), name
+
+
+def select_offline(
+    state: snapshot.ClusterState, args: argparse.Namespace, names: Sequence[str]
+) -> list[model.Body]:
+    if args.all:
+        namespace = None if args.all_namespaces else args.app_namespace
+        return [
+            b
+            for b in state.applications
+            if namespace is None or (b.get("metadata") or {}).get("namespace") == namespace
+        ]
+    bodies = []
+    for text in names:
+        namespace, name = split_name(text, args)
+        body = state.find_application(name, namespace or "argocd")
+        if body is None and namespace is None:
+            body = state.find_application(name, None)
+        if body is None:
+            known = ", ".join(state.application_names()) or "none"
+            raise AppError(
+                f"Application {namespace or 'argocd'}/{name} not found in {state.source}",
+                hint=f"Applications there: {known}",
+            )
+        bodies.append(body)
+    return bodies
+
+
+def prepare(
+    bodies: Sequence[model.Body],
+    settings: model.Settings,
+    args: argparse.Namespace,
+    workdir: Path,
+    progress: Progress,
+) -> list[Target]:
+    """Parse and render every Application (concurrently, bounded); skip the ones whose
+    repoURL is not the clone at --repo-root (with --all)."""
+    targets = []
+    for body in bodies:
+        md = body.get("metadata") or {}
+        targets.append(Target(body, f"{md.get('namespace') or 'argocd'}/{md.get('name') or '?'}"))
+    repo_root: Path | None = getattr(args, "repo_root", None)
+    remotes = _clone_urls(repo_root) if repo_root is not None and args.all else set()
+
+    def one(index: int, target: Target) -> None:
+        try:
+            target.app = application.parse_application(target.body)
+            if repo_root is None:
+                return
+            if remotes and not any(
+                source_render._normalize_url(s.repo_url) in remotes
+                for s in target.app.sources
+                if not s.chart
+            ):
+                urls = ", ".join(sorted({s.repo_url for s in target.app.sources}))
+                target.skipped = f"repoURL {urls} is not the clone at --repo-root"
+                return
+            progress(f"rendering {index}/{len(targets)} {target.name}")
+            target.rendered = source_render.render(
+                target.app,
+                repo_root,
+                revision=args.revision,
+                local=args.local,
+                workdir=workdir / f"{index:05d}",
+            )
+        except GitDriftError as exc:
+            target.error = exc
+
+    if len(targets) <= 1:
+        for index, target in enumerate(targets, 1):
+            one(index, target)
+    else:
+        with concurrent.futures.ThreadPoolExecutor(max_workers=min(8, len(targets))) as pool:
+            list(pool.map(one, range(1, len(targets) + 1), targets))
+    return targets
+
+
+def _clone_urls(repo_root: Path) -> set[str]:
+    """The normalized remote URLs of the clone (empty when it has none: match everything)."""
+    try:
+        proc = source_git.run_git(repo_root, "remote", "-v", check=False)
+    except GitDriftError:
+        return set()
+    urls = set()
+    for line in proc.stdout.decode("utf-8", "replace").splitlines():
+        fields = line.split()
+        if len(fields) >= 2:
+            urls.add(source_render._normalize_url(fields[1]))
+    return urls
+
+
+def options(
+    state: snapshot.ClusterState, args: argparse.Namespace, rules: Sequence[hookspecs.Rule]
+) -> engine.Options:
+    capture = state.capture
+    builtin = (
+        openapi.load_builtin_definitions(capture.kube_version)
+        if capture is not None and capture.kube_version
+        else openapi.load_builtin_definitions()
+    )
+    definitions: Any = builtin
+    if capture is not None and capture.definitions:
+        definitions = {**capture.definitions, **builtin}  # built-in types win; CRDs come from here
+    plurals = None
+    if capture is not None and capture.api_resources:
+        plurals = {
+            (str(r.get("apiVersion") or "").rpartition("/")[0], str(r.get("kind"))): str(
+                r.get("name")
+            )
+            for r in capture.api_resources
+        }
+    return engine.Options(
+        schema=schema.Schema(definitions),
+        defaults=defaults.apply_defaults,
+        scope=state.scope,
+        plurals=plurals,
+        disabled_rules=args.disable_rule,
+        rules=rules,
+    )
+
+
+def run_one(
+    target: Target,
+    state: snapshot.ClusterState,
+    settings: model.Settings,
+    pm: plugins.PluginManager,
+    options: engine.Options,
+    args: argparse.Namespace,
+    audit_log: audit.AuditLog | None = None,
+) -> model.AppReport:
+    app, rendered = target.app, target.rendered
+    assert app is not None
+    assert rendered is not None
+
+    def locate(drift: model.Drift, change: model.Change) -> remedies.Location | None:
+        manifest = model.Manifest(drift.key, drift.desired or {}, drift.origin)
+        found = source_locate.locate(
+            rendered.tree, rendered.source_path, manifest, change.path, change.desired
+        )
+        if found is None:
+            return None
+        return remedies.Location(found.file, found.line, found.how)
+
+    inputs = engine.Inputs(
+        app=app,
+        settings=settings,
+        desired=state.redact_desired(rendered.manifests),
+        live=state.objects,
+        revision=rendered.revision,
+        source=f"{app.sources[0].repo_url} {rendered.source_path} @ {rendered.revision}",
+        notes=_notes_for(app, rendered, state),
+        unreadable=state.unreadable,
+        audit_log=audit_log,
+    )
+    tree = rendered.tree.resolve()
+    at = "HEAD" if rendered.revision == source_render.WORKING_TREE else rendered.revision
+
+    def read_source(rel: str) -> str | None:
+        path = (tree / rel).resolve()
+        if not path.is_relative_to(tree) or not path.is_file():
+            return None
+        return path.read_text(encoding="utf-8")
+
+    def history(rel: str) -> attribution.CommitRef | None:
+        try:
+            found = source_git.last_commit_touching(args.repo_root, at, rel)
+        except GitDriftError:
+            return None
+        if found is None:
+            return None
+        return attribution.CommitRef(found.sha, found.author, found.date, found.subject)
+
+    return engine.run(
+        inputs,
+        pm,
+        dataclasses.replace(options, locate=locate, read_source=read_source, history=history),
+    )
+
+
+def _notes_for(
+    app: model.Application, rendered: source_render.Rendered, state: snapshot.ClusterState
+) -> list[str]:
+    """The state's notes, and what could not be read in this app's namespaces (or cluster-wide)
+    that is not one of its desired objects (those are reported as Unknown)."""
+    namespaces = {app.dest_namespace, *(m.key.namespace for m in rendered.manifests)}
+    desired = {(m.key.group, m.key.kind) for m in rendered.manifests}
+    notes = list(state.notes)
+    for key, reason in state.unreadable:
+        if (key.group, key.kind) in desired:
+            continue
+        if not key.namespace or key.namespace in namespaces:
+            notes.append(f"not checked: {reason}")
+    return notes
+
+
+def gather_live(
+    args: argparse.Namespace,
+    names: Sequence[str],
+    workdir: Path,
+    progress: Progress,
+    err: TextIO,
+) -> tuple[snapshot.ClusterState, list[Target]]:
+    """Read Argo CD's objects, render, then LIST what the apps need, once, concurrently."""
+    from kubectl_gitdrift import cluster  # imports kr8s: only live runs pay for it
+
+    config = cluster.Config(
+        kubeconfig=args.kubeconfig,
+        context=args.context,
+        timeout=args.request_timeout,
+        **CLUSTER_OPTIONS,
+    )
+    with cluster.Cluster(config) as kc:
+        progress(f"connected to {kc.where}")
+        bodies, argocd_docs, unreadable, notes = _live_argocd(kc, args, names)
+        settings = application.parse_settings(
+            next((d for d in argocd_docs if application.is_argocd_cm(d)), None)
+        )
+        targets = prepare(bodies, settings, args, workdir, progress)
+        if not args.all and targets and targets[0].error is not None:
+            raise targets[0].error
+        wants, namespaces = _wants(targets, kc.discovery)
+        label = (
+            settings.instance_label_key
+            if settings.tracking_method is not model.TrackingMethod.ANNOTATION
+            else ""
+        )
+        queries, not_served = cluster.plan(kc.discovery, wants, namespaces, tracking_label=label)
+        notes.extend(not_served)
+        progress(f"listing {len(queries)} kind/namespace pairs")
+        results = kc.fetch(queries)
+        docs: dict[model.ObjectKey, model.Body] = {}
+        for body in [*bodies, *argocd_docs]:
+            docs[model.ObjectKey.of(body)] = body
+        for res in results:
+            if res.error:
+                if res.query.label_selector:  # the tracked-label sweep is best effort
+                    notes.append(f"not checked: {res.error}")
+                    continue
+                unreadable.append(
+                    (
+                        model.ObjectKey(res.query.kind.group, res.query.kind.kind,
+                                        res.query.namespace, ""),
+                        res.error,
+                    )
+                )  # fmt: skip
+                continue
+            if res.not_found:
+                notes.append(f"{res.query.describe()}: not found (404), counted as empty")
+            for item in res.items:
+                docs.setdefault(model.ObjectKey.of(item), item)
+        involved = {
+            (k.group, k.version, k.kind)
+            for k in (kc.discovery.find(g, kd, v) for g, v, kd, _ns in wants)
+            if k is not None
+        }
+        definitions, openapi_notes = _live_definitions(
+            kc, involved, export=getattr(args, "command_snapshot", False)
+        )
+        err.writelines(f"note: {n}\n" for n in openapi_notes)  # about the tool, not the app
+        capture = snapshot.Capture(
+            context=kc.context,
+            server=kc.server,
+            server_version=kc.version,
+            captured_at=datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+            api_resources=tuple(k.to_dict() for k in kc.discovery.kinds() if _used(k, wants)),
+            definitions=definitions,
+            fingerprint_key=secrets.token_bytes(32),
+        )
+        state = snapshot.from_live(
+            docs.values(),
+            f"cluster {kc.where}",
+            capture=capture,
+            unreadable=unreadable,
+            notes=sorted(set(notes)),
+        )
+    return state, targets
+
+
+def _used(kind: Any, wants: Iterable[tuple[str, str, str, str]]) -> bool:
+    return any((kind.group, kind.kind) == (g, k) for g, _v, k, _ns in wants)
+
+
+def _live_argocd(
+    kc: Any, args: argparse.Namespace, names: Sequence[str]
+) -> tuple[list[model.Body], list[model.Body], list[tuple[model.ObjectKey, str]], list[str]]:
+    """The Applications asked for, argocd-cm and the AppProjects (by LIST)."""
+    from kubectl_gitdrift import cluster
+
+    app_kind = kc.discovery.find("argoproj.io", "Application")
+    if app_kind is None:
+        raise ClusterError(
+            f"{kc.where} serves no applications.argoproj.io",
+            hint="is Argo CD installed in this cluster? check: kubectl api-resources "
+            "--api-group argoproj.io",
+        )
+    controller_ns = args.app_namespace or "argocd"
+    queries: list[Any] = []
+    if args.all:
+        queries.append(cluster.Query(app_kind, "" if args.all_namespaces else controller_ns))
+    else:
+        for text in names:
+            namespace, name = split_name(text, args)
+            queries.append(
+                cluster.Query(
+                    app_kind, namespace or "argocd", field_selector=f"metadata.name={name}"
+                )
+            )
+    cm_kind = kc.discovery.find("", "ConfigMap")
+    project_kind = kc.discovery.find("argoproj.io", "AppProject")
+    extra = []
+    if cm_kind is not None:
+        extra.append(
+            cluster.Query(cm_kind, controller_ns, field_selector="metadata.name=argocd-cm")
+        )
+    if project_kind is not None:
+        extra.append(cluster.Query(project_kind, controller_ns))
+    results = kc.fetch([*queries, *extra])
+    bodies: list[model.Body] = []
+    for res in results[: len(queries)]:
+        if res.error:
+            raise ClusterError(
+                f"{kc.where}: {res.error}",
+                hint="gitdrift needs get/list on applications.argoproj.io: "
+                "kubectl auth can-i list applications.argoproj.io -n "
+                + (res.query.namespace or "<namespace>"),
+            )
+        bodies.extend(res.items)
+    if not args.all:
+        for text, res in zip(names, results[: len(queries)], strict=True):
+            if not res.items:
+                namespace, name = split_name(text, args)
+                (others,) = kc.fetch([cluster.Query(app_kind, namespace or "argocd")])
+                known = ", ".join(
+                    sorted(
+                        f"{(b.get('metadata') or {}).get('namespace')}/"
+                        f"{(b.get('metadata') or {}).get('name')}"
+                        for b in others.items
+                    )
+                )
+                raise AppError(
+                    f"Application {namespace or 'argocd'}/{name} not found in {kc.where}",
+                    hint=f"Applications there: {known or 'none'}",
+                )
+    bodies.sort(key=model.ObjectKey.of)
+    argocd_docs: list[model.Body] = []
+    unreadable: list[tuple[model.ObjectKey, str]] = []
+    notes: list[str] = []
+    for res in results[len(queries) :]:
+        if res.error:
+            unreadable.append(
+                (model.ObjectKey(res.query.kind.group, res.query.kind.kind, controller_ns, ""),
+                 res.error)
+            )  # fmt: skip
+            if res.query.kind.kind == "ConfigMap":
+                notes.append("argocd-cm could not be read: Argo CD's default settings are assumed")
+            continue
+        argocd_docs.extend(res.items)
+    return bodies, argocd_docs, unreadable, notes
+
+
+def _wants(
+    targets: Sequence[Target], discovery: Any
+) -> tuple[list[tuple[str, str, str, str]], list[str]]:
+    """(group, version, kind, namespace) the apps need listed: what git renders and what Argo
+    CD says each app tracks (status.resources); and the namespaces involved."""
+    wants: set[tuple[str, str, str, str]] = set()
+    namespaces: set[str] = set()
+    for target in targets:
+        app = target.app
+        if app is None or target.skipped:
+            continue
+        for m in target.rendered.manifests if target.rendered else ():
+            version = str(m.body.get("apiVersion") or "").rpartition("/")[2]
+            namespaced = discovery.namespaced(m.key.group, m.key.kind)
+            if namespaced is None:
+                namespaced = tracking.default_scope(m.key.group, m.key.kind)
+            namespace = (m.key.namespace or app.dest_namespace) if namespaced else ""
+            wants.add((m.key.group, version, m.key.kind, namespace))
+        status = target.body.get("status") or {}
+        for res in status.get("resources") or ():
+            if isinstance(res, Mapping) and res.get("kind"):
+                wants.add(
+                    (
+                        str(res.get("group") or ""),
+                        str(res.get("version") or ""),
+                        str(res["kind"]),
+                        str(res.get("namespace") or ""),
+                    )
+                )
+        namespaces.add(app.dest_namespace)
+    namespaces.update(ns for _g, _v, _k, ns in wants)
+    namespaces.discard("")
+    return sorted(wants), sorted(namespaces)
+
+
+def _live_definitions(
+    kc: Any, involved: set[tuple[str, str, str]], *, export: bool
+) -> tuple[dict[str, Any], list[str]]:
+    """OpenAPI definitions from the cluster, reduced to the kinds involved: for a comparison
+    only the kinds the built-in schemas lack (CRDs); for an export every kind involved."""
+    builtin = snapshot.group_version_kinds(openapi.load_builtin_definitions(_kube(kc)))
+    kinds = involved if export else {gvk for gvk in involved if gvk not in builtin}
+    if not kinds:
+        return {}, []
+    docs, notes = kc.openapi({f"{g}/{v}" if g else v for g, v, _k in kinds})
+    definitions: dict[str, Any] = {}
+    for gv in sorted(docs):
+        try:
+            definitions.update(openapi.definitions_from_openapi_v3(docs[gv]))
+        except GitDriftError as exc:
+            notes.append(f"OpenAPI v3 document for {gv} not usable: {exc.message}")
+    return snapshot.reduce_definitions(definitions, kinds), notes
+
+
+def _kube(kc: Any) -> str:
+    return str(kc.version.get("gitVersion") or "1.33")
+
+
+# --------------------------------------------------------------------------- snapshot
