@@ -81,6 +81,7 @@ def build_parser(prog: str = "kubectl gitdrift") -> Parser:
         "directory of them",
     )
     live.add_argument(
+        "-n",
         "--app-namespace",
         metavar="NS",
         default=None,
@@ -93,7 +94,8 @@ def build_parser(prog: str = "kubectl gitdrift") -> Parser:
         "--output",
         default="text",
         metavar="FORMAT",
-        help="text (default), json, yaml, or a plugin's format",
+        help="text (default), json, yaml, diff (argocd app diff's layout), markdown "
+        "(a post-mortem write-up), or a plugin's format",
     )
     out.add_argument("--query", metavar="JMESPATH", help="print this JMESPath over the JSON report")
     out.add_argument(
@@ -198,7 +200,7 @@ def build_subparser(command: str, prog: str) -> Parser:
         rev = parser.add_mutually_exclusive_group()
         rev.add_argument("--revision", metavar="REV")
         rev.add_argument("--local", action="store_true")
-        parser.add_argument("--app-namespace", metavar="NS", default=None)
+        parser.add_argument("-n", "--app-namespace", metavar="NS", default=None)
         cluster_flags(parser)
         parser.add_argument("--progress", action="store_true")
     if command in ("plugins", "rules"):
