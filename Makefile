@@ -30,8 +30,8 @@ test: $(STAMP)
 	$(BIN)/python -m pytest -q
 
 lint: $(STAMP)
-	$(BIN)/ruff check kubectl_gitdrift plugins tests bench testdata
-	$(BIN)/ruff format --check kubectl_gitdrift plugins tests bench testdata
+	$(BIN)/ruff check kubectl_gitdrift plugins tests bench testdata tools
+	$(BIN)/ruff format --check kubectl_gitdrift plugins tests bench testdata tools
 	$(BIN)/mypy
 	$(BIN)/lint-imports
 
