@@ -4,6 +4,8 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
+PY_DIRS := $(wildcard kubectl_gitdrift plugins tests bench testdata tools)
+
 .DEFAULT_GOAL := check
 .PHONY: check demo test lint fmt golden parity clean bench dist
 
@@ -30,16 +32,16 @@ test: $(STAMP)
 	$(BIN)/python -m pytest -q
 
 lint: $(STAMP)
-	$(BIN)/ruff check kubectl_gitdrift plugins tests bench testdata tools
-	$(BIN)/ruff format --check kubectl_gitdrift plugins tests bench testdata tools
+	$(BIN)/ruff check $(PY_DIRS)
+	$(BIN)/ruff format --check $(PY_DIRS)
 	$(BIN)/mypy
 	$(BIN)/lint-imports
 
 check: test lint
 
 fmt: $(STAMP)
-	$(BIN)/ruff format kubectl_gitdrift plugins tests bench testdata
-	$(BIN)/ruff check --fix kubectl_gitdrift plugins tests bench testdata
+	$(BIN)/ruff format $(PY_DIRS)
+	$(BIN)/ruff check --fix $(PY_DIRS)
 
 golden: $(STAMP)
 	$(BIN)/python -m pytest -q tests/test_scenarios.py tests/test_packaging.py --update-golden
