@@ -220,29 +220,7 @@ def touched(
             if isinstance(op, Mapping) and str(op.get("path") or "").startswith(wanted + "/"):
                 return True, None
         return False, None
-    return _lookup_patch(body, path)
-
-
-def _lookup_patch(body: Any, path: model.FieldPath) -> tuple[bool, Any]:
-    """Like model.lookup, but list items of a strategic-merge patch are found by their keys."""
-    node = body
-    for elem in path:
-        if isinstance(elem, model.ListKey):
-            if not isinstance(node, list):
-                return False, None
-            match = [item for item in node if elem.matches(item)]
-            if not match:
-                return False, None
-            node = match[0]
-        elif isinstance(elem, int):
-            if not isinstance(node, list) or elem >= len(node):
-                return False, None
-            node = node[elem]
-        else:
-            if not isinstance(node, Mapping) or elem not in node:
-                return False, None
-            node = node[elem]
-    return True, node
+    return model.lookup(body, path)
 
 
 def _write(event: Mapping[str, Any], *, touches: bool, sets_live: bool) -> Write:

@@ -10,6 +10,7 @@ import argparse
 import concurrent.futures
 import dataclasses
 import datetime
+import os
 import secrets
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -35,6 +36,7 @@ from kubectl_gitdrift.errors import (
     AppError,
     ClusterError,
     GitDriftError,
+    UsageError,
 )
 from kubectl_gitdrift.sources import git as source_git
 from kubectl_gitdrift.sources import locate as source_locate
@@ -46,6 +48,25 @@ Progress = Callable[[str], None]
 
 #: Overrides for cluster.Config (tests shorten backoffs and page sizes here).
 CLUSTER_OPTIONS: dict[str, Any] = {}
+
+MAX_WORKERS = 8
+"""Renders in parallel, and LISTs in flight at once (live)."""
+WORKERS_ENV = "KUBECTL_GITDRIFT_WORKERS"
+"""Overrides MAX_WORKERS; `1` renders and lists one at a time (the report is the same)."""
+
+
+def max_workers() -> int:
+    """MAX_WORKERS, or the whole number >= 1 in $KUBECTL_GITDRIFT_WORKERS."""
+    raw = os.environ.get(WORKERS_ENV, "").strip()
+    if not raw:
+        return MAX_WORKERS
+    try:
+        workers = int(raw)
+    except ValueError:
+        workers = 0
+    if workers < 1:
+        raise UsageError(f"{WORKERS_ENV}={raw!r}: expected a whole number, 1 or more")
+    return workers
 
 
 @dataclass
@@ -131,11 +152,12 @@ def prepare(
         except GitDriftError as exc:
             target.error = exc
 
-    if len(targets) <= 1:
+    workers = min(max_workers(), len(targets))
+    if workers <= 1:
         for index, target in enumerate(targets, 1):
             one(index, target)
     else:
-        with concurrent.futures.ThreadPoolExecutor(max_workers=min(8, len(targets))) as pool:
+        with concurrent.futures.ThreadPoolExecutor(max_workers=workers) as pool:
             list(pool.map(one, range(1, len(targets) + 1), targets))
     return targets
 
@@ -197,15 +219,6 @@ def run_one(
     assert app is not None
     assert rendered is not None
 
-    def locate(drift: model.Drift, change: model.Change) -> remedies.Location | None:
-        manifest = model.Manifest(drift.key, drift.desired or {}, drift.origin)
-        found = source_locate.locate(
-            rendered.tree, rendered.source_path, manifest, change.path, change.desired
-        )
-        if found is None:
-            return None
-        return remedies.Location(found.file, found.line, found.how)
-
     inputs = engine.Inputs(
         app=app,
         settings=settings,
@@ -217,8 +230,25 @@ def run_one(
         unreadable=state.unreadable,
         audit_log=audit_log,
     )
+    return engine.run(inputs, pm, with_source_callbacks(options, rendered, args.repo_root))
+
+
+def with_source_callbacks(
+    options: engine.Options, rendered: source_render.Rendered, repo_root: Path
+) -> engine.Options:
+    """The engine's callbacks into git for one rendered source: where a field is set (locate),
+    a source file's text (read_source, for patches) and the last commit touching a file."""
     tree = rendered.tree.resolve()
     at = "HEAD" if rendered.revision == source_render.WORKING_TREE else rendered.revision
+
+    def locate(drift: model.Drift, change: model.Change) -> remedies.Location | None:
+        manifest = model.Manifest(drift.key, drift.desired or {}, drift.origin)
+        found = source_locate.locate(
+            rendered.tree, rendered.source_path, manifest, change.path, change.desired
+        )
+        if found is None:
+            return None
+        return remedies.Location(found.file, found.line, found.how)
 
     def read_source(rel: str) -> str | None:
         path = (tree / rel).resolve()
@@ -228,18 +258,14 @@ def run_one(
 
     def history(rel: str) -> attribution.CommitRef | None:
         try:
-            found = source_git.last_commit_touching(args.repo_root, at, rel)
+            found = source_git.last_commit_touching(repo_root, at, rel)
         except GitDriftError:
             return None
         if found is None:
             return None
         return attribution.CommitRef(found.sha, found.author, found.date, found.subject)
 
-    return engine.run(
-        inputs,
-        pm,
-        dataclasses.replace(options, locate=locate, read_source=read_source, history=history),
-    )
+    return dataclasses.replace(options, locate=locate, read_source=read_source, history=history)
 
 
 def _notes_for(
@@ -272,7 +298,7 @@ def gather_live(
         kubeconfig=args.kubeconfig,
         context=args.context,
         timeout=args.request_timeout,
-        **CLUSTER_OPTIONS,
+        **{"concurrency": max_workers(), **CLUSTER_OPTIONS},
     )
     with cluster.Cluster(config) as kc:
         progress(f"connected to {kc.where}")
