@@ -5,9 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-import yaml
-
-from kubectl_gitdrift import model
+from kubectl_gitdrift import model, yamlio
 from kubectl_gitdrift.errors import AppError
 
 _SOURCE_TYPES = ("helm", "kustomize", "directory", "plugin")
@@ -211,12 +209,14 @@ def _cm_ignore_rules(data: Mapping[str, str], name: str) -> Iterable[model.Ignor
 
 
 def _yaml(text: str, where: str) -> Any:
+    """One YAML document from an argocd-cm value, under yamlio's bounds (size, aliases,
+    depth, duplicate keys): argocd-cm is input like any other."""
     if not text.strip():
         return {}
-    try:
-        return yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise AppError(f"{where}: not valid YAML ({str(exc).splitlines()[0]})") from None
+    docs = yamlio.load_any(text, where, error=AppError)
+    if len(docs) > 1:
+        raise AppError(f"{where}: expected one YAML document, got {len(docs)}")
+    return docs[0] if docs else {}
 
 
 def _map(value: Any) -> Mapping[str, Any]:

@@ -242,9 +242,17 @@ def _compare(args: argparse.Namespace, out: TextIO, err: TextIO) -> ExitCode:
     out.write(text)
     if any(t.error is not None for t in targets):
         return ExitCode.ERROR
-    if any(a.sync_status is model.SyncStatus.UNKNOWN for a in result.applications):
+    if any(_incomplete(a) for a in result.applications):
         return ExitCode.INCOMPLETE
     return ExitCode.DRIFT if result.drifted else ExitCode.OK
+
+
+def _incomplete(app: model.AppReport) -> bool:
+    """Something the app needs could not be read: a resource (Unknown), or context objects
+    (events, RBAC, the tracking-label sweep) noted as "not checked: ..."."""
+    return app.sync_status is model.SyncStatus.UNKNOWN or any(
+        note.startswith("not checked: ") for note in app.notes
+    )
 
 
 def _check_selection(args: argparse.Namespace, names: Sequence[str]) -> None:

@@ -267,7 +267,8 @@ class Cluster:
             raise self._server_error(exc) from None
         except (httpx.TransportError, kr8s.APITimeoutError, asyncio.TimeoutError) as exc:
             raise self._unreachable(exc) from None
-        except (ValueError, KeyError, OSError) as exc:
+        except (ValueError, KeyError, TypeError, AttributeError, OSError) as exc:
+            # a kubeconfig of the wrong shape breaks kr8s's parser in any of these ways
             where = cfg.kubeconfig or os.environ.get("KUBECONFIG") or "~/.kube/config"
             context = f"context {cfg.context!r} of" if cfg.context else "credentials from"
             raise ClusterError(

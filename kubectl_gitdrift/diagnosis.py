@@ -32,6 +32,7 @@ class Context:
     now: str = ""  # the moment the state describes (status.reconciledAt offline)
     events: Sequence[model.Body] = ()
     plurals: Mapping[tuple[str, str], str] = field(default_factory=dict)
+    notes: Sequence[str] = ()  # the report's notes so far ("not checked: ..." and others)
 
     def clue(self, key: model.ObjectKey, path: model.FieldPath) -> attribution.Clue | None:
         return self.clues.get((key, path))

@@ -169,6 +169,7 @@ def run(inputs: Inputs, pm: pluggy.PluginManager, opts: Options) -> model.AppRep
         now=inputs.now or app.reconciled_at,
         events=events,
         plurals=plurals,
+        notes=tuple(notes),
     )
     findings = diagnosis.diagnose(rule_ctx, opts.rules, opts.disabled_rules)
     fixes = remedies.recommend(

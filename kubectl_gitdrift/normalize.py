@@ -105,11 +105,14 @@ def _remarshal(body: Any, node: Node | None, *, top: bool) -> Any:
         return quantity.canonical(body) or body
     if isinstance(body, Mapping):
         out: dict[str, Any] = {}
+        entries = node.is_map_of_values  # map[string]T: Go keeps every entry, "" and 0 too
         for key, value in body.items():
             child = node.field(key)
             if key == "creationTimestamp" and value is None and not top:
                 continue
-            if child is not None and _empty_optional(key, value, child):
+            if entries and value is not None:
+                pass
+            elif child is not None and _empty_optional(key, value, child):
                 continue
             out[key] = _remarshal(value, child, top=False)
         return out
@@ -371,7 +374,7 @@ def parse_pointer(pointer: str) -> list[str]:
     if pointer == "":
         return []
     if not pointer.startswith("/"):
-        raise AppError(f"ignoreDifferences: JSON pointer {pointer!r} must start with '/'")
+        raise AppError(f"JSON pointer {pointer!r} must start with '/'")
     return [p.replace("~1", "/").replace("~0", "~") for p in pointer[1:].split("/")]
 
 
@@ -410,9 +413,7 @@ def _jq_program(expr: str) -> Any:
     try:
         return jq.compile(f"del({expr})")
     except ValueError as exc:
-        raise AppError(
-            f"ignoreDifferences: invalid jq path expression {expr!r}: {str(exc).splitlines()[0]}"
-        ) from None
+        raise AppError(f"invalid jq path expression {expr!r}: {str(exc).splitlines()[0]}") from None
 
 
 def remove_jq(body: Any, expr: str) -> Any:
@@ -432,10 +433,16 @@ def apply_ignores(
 ) -> Any:
     """Remove every field the rules name (pointer, jq, and the per-rule managed-field paths)."""
     for active in rules:
-        for pointer in active.rule.json_pointers:
-            remove_pointer(body, pointer)
-        for expr in active.rule.jq_paths:
-            body = remove_jq(body, expr)
+        try:
+            for pointer in active.rule.json_pointers:
+                remove_pointer(body, pointer)
+            for expr in active.rule.jq_paths:
+                body = remove_jq(body, expr)
+        except AppError as exc:  # name the rule: the Application's, argocd-cm's, a plugin's
+            raise AppError(
+                f"ignoreDifferences {active.label}: {exc.message}",
+                hint="fix the rule where it is defined (Argo CD cannot use it either)",
+            ) from None
         for path in (managed_paths or {}).get(active.label, ()):
             remove_path(body, path)
     return body

@@ -27,6 +27,7 @@ DEFAULT_PLUGINS = (
     "kubectl_gitdrift.builtin.normalizers",
     "kubectl_gitdrift.builtin.rules",
     "kubectl_gitdrift.builtin.renderers",
+    "kubectl_gitdrift.builtin.unreadable",
 )
 BUILTIN_NAMES = {module: "builtin/" + module.rsplit(".", 1)[1] for module in DEFAULT_PLUGINS}
 ENTRY_POINT_GROUP = "kubectl_gitdrift"

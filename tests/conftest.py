@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib.util
 import io
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -42,6 +42,35 @@ def run_cli() -> Callable[..., Result]:
         return Result(code, out.getvalue(), err.getvalue())
 
     return run
+
+
+@pytest.fixture(autouse=True)
+def _cluster_stays_read_only(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Every test, live or not: no loopback API server (tests/apiserver) saw a write while it
+    ran, whether the server came from the `kube_apiserver` fixture, `serve()`, or a shared
+    module fixture. Only get/list/watch and SubjectAccessReview create are allowed (DESIGN.md
+    §6). A test that writes on purpose says so with `@pytest.mark.cluster_writes`."""
+    before = writes_so_far()
+    yield
+    check_read_only(before, allowed=request.node.get_closest_marker("cluster_writes") is not None)
+
+
+def writes_so_far() -> int:
+    """How many writes the loopback API servers of this process have refused so far."""
+    servers = sys.modules.get("tests.apiserver.server")
+    return len(getattr(servers, "WRITE_ATTEMPTS", ()))
+
+
+def check_read_only(before: int, *, allowed: bool) -> None:
+    """Fail the running test if a loopback API server saw a write since `writes_so_far()` was
+    `before`."""
+    servers = sys.modules.get("tests.apiserver.server")
+    writes = [
+        f"{record.method} {record.path} ({record.user or 'anonymous'})"
+        for record in list(getattr(servers, "WRITE_ATTEMPTS", ()))[before:]
+    ]
+    if writes and not allowed:
+        pytest.fail("the code under test tried to write to the cluster: " + ", ".join(writes))
 
 
 @pytest.fixture

@@ -563,6 +563,7 @@ def test_dropped_connection(server: KubeAPIServer, http: httpx.Client, api: kr8s
 
 
 # ---------------------------------------------------------------------------- read-only guard
+@pytest.mark.cluster_writes
 def test_writes_are_refused_and_recorded(
     server: KubeAPIServer, http: httpx.Client, api: kr8s.Api
 ) -> None:

@@ -36,7 +36,12 @@ def _write(tmp_path: Path, name: str, body: str) -> str:
 
 
 def test_fresh_manager_has_only_the_builtins(pm: plugins.PluginManager) -> None:
-    assert sorted(pm.sources) == ["builtin/normalizers", "builtin/renderers", "builtin/rules"]
+    assert sorted(pm.sources) == [
+        "builtin/normalizers",
+        "builtin/renderers",
+        "builtin/rules",
+        "builtin/unreadable",
+    ]
     assert set(pm.sources.values()) == {"builtin"}
 
 
@@ -147,7 +152,9 @@ def test_loaded_twice() -> None:
 def test_disable_plugin_blocks_before_import(tmp_path: Path) -> None:
     broken = _write(tmp_path, "broken.py", "raise RuntimeError('never imported')\n")
     pm = plugins.make_plugin_manager(
-        paths=[broken, OWNER_LABEL], entry_points=False, blocked=["broken", "builtin/rules"]
+        paths=[broken, OWNER_LABEL],
+        entry_points=False,
+        blocked=["broken", "builtin/rules", "builtin/unreadable"],
     )
     assert "broken" not in pm.sources
     assert [r.id for r in hookspecs.collect_rules(pm)] == ["require_owner_label/owner-label"]
@@ -306,6 +313,7 @@ def test_describe_all_includes_builtins() -> None:
         ("builtin/normalizers", "builtin"),
         ("builtin/renderers", "builtin"),
         ("builtin/rules", "builtin"),
+        ("builtin/unreadable", "builtin"),
         ("require_owner_label", OWNER_LABEL),
     ]
     assert infos[0].hooks == ("gitdrift_attribute",)
@@ -315,7 +323,12 @@ def test_plugins_all_flag(run_cli: Callable[..., Any]) -> None:
     result = run_cli(["plugins", "--all", "--no-entry-points", "-o", "json"])
     assert result.exit_code == ExitCode.OK, result.stderr
     names = [row["name"] for row in json.loads(result.stdout)]
-    assert names == ["builtin/normalizers", "builtin/renderers", "builtin/rules"]
+    assert names == [
+        "builtin/normalizers",
+        "builtin/renderers",
+        "builtin/rules",
+        "builtin/unreadable",
+    ]
 
 
 def test_rules_lists_every_rule_with_plugin(run_cli: Callable[..., Any]) -> None:

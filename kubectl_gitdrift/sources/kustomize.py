@@ -89,6 +89,7 @@ def build(
         if "originAnnotations" not in metadata:
             edited["buildMetadata"] = [*metadata, "originAnnotations"]
         _replace_file(kfile, yaml.safe_dump(edited, sort_keys=False))
+        _check_inside(root, kdir)
         output = _run_build(kdir, display, root, build_options)
         manifests: list[Manifest] = []
         for body in yamlio.load_objects(output, f"kustomize build {display}"):
@@ -320,6 +321,34 @@ def _copy_tree(src: Path, dest: Path) -> None:
     shutil.copytree(
         src, dest, symlinks=True, copy_function=link_or_copy, ignore=shutil.ignore_patterns(".git")
     )
+
+
+def _check_inside(root: Path, kdir: Path) -> None:
+    """Refuse a kustomization (the app's, or a base it reaches) whose resources/bases/components
+    name a directory outside the tree. LoadRestrictionsRootOnly confines *files* to a
+    kustomization's own directory, but kustomize follows a base wherever it points
+    (`../../../../home/me/x`), and what it renders there would be read from this machine and
+    shown in the report."""
+    todo, seen = [_rel(kdir, root) if kdir != root else "."], set()
+    while todo:
+        directory = posixpath.normpath(todo.pop())
+        kfile = find_kustomization(root / directory)
+        if directory in seen or kfile is None:
+            continue
+        seen.add(directory)
+        rel = _rel(kfile, root)
+        for doc in yamlio.load_documents(kfile.read_bytes(), rel):
+            for field in ("resources", "bases", "components"):
+                for entry in _str_list(doc.get(field)):
+                    target = posixpath.normpath(posixpath.join(directory, entry))
+                    if entry.startswith("/") or target == ".." or target.startswith("../"):
+                        raise SourceError(
+                            f"{rel}: {field} entry {entry!r} points outside the repository",
+                            hint="kustomize bases must live in the same repository "
+                            "(or be remote URLs)",
+                        )
+                    if (root / target).is_dir():
+                        todo.append(target)
 
 
 def _replace_file(path: Path, text: str) -> None:

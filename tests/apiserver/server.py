@@ -164,6 +164,11 @@ def default_identities() -> list[Identity]:
 
 
 # ---------------------------------------------------------------------------- server
+#: Every write any server in this process refused, in order (never cleared): the read-only
+#: guard in tests/conftest.py fails a test during which this grew.
+WRITE_ATTEMPTS: list[RequestRecord] = []
+
+
 class KubeAPIServer:
     """A loopback HTTPS Kubernetes API server (read-only) for tests; a context manager.
 
@@ -204,6 +209,7 @@ class KubeAPIServer:
         )
         self._lock = threading.Lock()
         self._requests: list[RequestRecord] = []
+        self._write_attempts: list[RequestRecord] = []
         self._faults: list[Fault] = []
         self._stopping = threading.Event()
         self._httpd: _HTTPServer | None = None
@@ -421,6 +427,12 @@ class KubeAPIServer:
         """Requests that tried to change something (anything but GET and SAR POST)."""
         return [r for r in self.requests if r.is_write]
 
+    @property
+    def write_attempts(self) -> list[RequestRecord]:
+        """Every write ever attempted, including those :meth:`clear_requests` forgot."""
+        with self._lock:
+            return list(self._write_attempts)
+
     def requests_for(
         self,
         verb: str | None = None,
@@ -446,6 +458,9 @@ class KubeAPIServer:
     def _record(self, record: RequestRecord) -> None:
         with self._lock:
             self._requests.append(record)
+            if record.is_write:
+                self._write_attempts.append(record)
+                WRITE_ATTEMPTS.append(record)
 
     def _sleep(self, seconds: float) -> None:
         """Sleep, but wake up when the server stops."""
