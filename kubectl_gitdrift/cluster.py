@@ -40,6 +40,7 @@ import httpx
 import kr8s
 import kr8s.asyncio
 
+from kubectl_gitdrift import rbac
 from kubectl_gitdrift.errors import ClusterError
 
 __all__ = ["Cluster", "Config", "Discovery", "Kind", "ListResult", "Query"]
@@ -477,6 +478,67 @@ class Cluster:
         return float(max(0.0, min(seconds, self.config.max_retry_after)))
 
     # ------------------------------------------------------------------ LIST
+    def review(
+        self, user: str, groups: Sequence[str], questions: Sequence[rbac.Question]
+    ) -> list[rbac.Answer | None]:
+        """Ask the API server, one SubjectAccessReview per question (the only POST gitdrift
+        makes; it creates nothing). None where the server would not answer (e.g. we may not
+        create SubjectAccessReviews): the caller falls back to evaluating RBAC offline."""
+        return self._run(self._review_all(user, groups, questions))
+
+    async def _review_all(
+        self, user: str, groups: Sequence[str], questions: Sequence[rbac.Question]
+    ) -> list[rbac.Answer | None]:
+        return list(await asyncio.gather(*(self._review(user, groups, q) for q in questions)))
+
+    async def _review(
+        self, user: str, groups: Sequence[str], question: rbac.Question
+    ) -> rbac.Answer | None:
+        body = {
+            "apiVersion": "authorization.k8s.io/v1",
+            "kind": "SubjectAccessReview",
+            "spec": {
+                "user": user,
+                "groups": list(groups),
+                "resourceAttributes": question.attributes(),
+            },
+        }
+        assert self._sem is not None
+        async with self._sem:
+            for attempt in range(self.config.retries + 1):
+                self.requests += 1
+                try:
+                    response = await asyncio.wait_for(self._post_review(body), self.config.timeout)
+                except (httpx.TransportError, kr8s.APITimeoutError, asyncio.TimeoutError):
+                    await asyncio.sleep(self._backoff(attempt))
+                    continue
+                if response.status_code in (200, 201):
+                    status = (response.json() or {}).get("status") or {}
+                    return rbac.Answer(
+                        question,
+                        bool(status.get("allowed")),
+                        str(status.get("reason") or ""),
+                        how="SubjectAccessReview",
+                    )
+                if response.status_code == 429 or response.status_code >= 500:
+                    await asyncio.sleep(self._retry_after(response) or self._backoff(attempt))
+                    continue
+                return None
+        return None
+
+    async def _post_review(self, body: Mapping[str, Any]) -> httpx.Response:
+        async with self._api.call_api(
+            "POST",
+            version="v1",
+            base="/apis/authorization.k8s.io",
+            url="subjectaccessreviews",
+            raise_for_status=False,
+            content=json.dumps(body),
+            headers={"Content-Type": "application/json"},
+        ) as response:
+            await response.aread()
+            return response  # type: ignore[no-any-return]
+
     def fetch(self, queries: Sequence[Query]) -> list[ListResult]:
         """Run the LISTs concurrently (bounded); results come back in `queries` order."""
         return self._run(self._list_all(queries))

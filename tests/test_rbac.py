@@ -233,3 +233,35 @@ def test_offline_answers_match_subject_access_review() -> None:
     assert not evaluator.authorize(
         rbac.subject(SA), rbac.Question("patch", "apps", "statefulsets", "orders")
     ).allowed
+
+
+@pytest.mark.cluster
+@pytest.mark.skipif(not REFERENCE_DIR.is_dir(), reason="reference recordings not found")
+def test_cluster_review_asks_subject_access_review_through_kr8s() -> None:
+    """The live path: cluster.Cluster.review POSTs one SubjectAccessReview per question through
+    kr8s and agrees with the offline evaluator; nothing else is written."""
+    from kubectl_gitdrift import cluster
+
+    objects = _recorded_rbac()
+    evaluator = rbac.Evaluator(objects)
+    who = rbac.subject(SA)
+    questions = [
+        rbac.Question(verb, group, resource, "orders")
+        for verb in ("get", "patch", "delete")
+        for group, resource in (("apps", "deployments"), ("apps", "statefulsets"), ("", "secrets"))
+    ]
+    with serve(objects) as srv:
+        config = cluster.Config(kubeconfig=str(srv.kubeconfig_path), context=srv.context)
+        with cluster.Cluster(config) as kc:
+            answers = kc.review(who.user, who.groups, questions)
+        posts = [r for r in srv.requests if r.method == "POST"]
+        assert len(posts) == len(questions)
+        assert all(r.resource == "subjectaccessreviews" for r in posts)
+        assert srv.write_violations == []
+    for question, answer in zip(questions, answers, strict=True):
+        assert answer is not None
+        assert answer.how == "SubjectAccessReview"
+        mine = evaluator.authorize(who, question)
+        assert (answer.allowed, answer.reason) == (mine.allowed, mine.reason), question
+    assert any(a is not None and a.allowed for a in answers)
+    assert any(a is not None and not a.allowed for a in answers)
