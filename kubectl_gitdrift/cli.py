@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import gc
 import json
 import sys
 import tempfile
@@ -18,6 +19,7 @@ from kubectl_gitdrift import (
     __version__,
     application,
     completion,
+    engine,
     hookspecs,
     model,
     parser,
@@ -205,6 +207,7 @@ def _compare(args: argparse.Namespace, out: TextIO, err: TextIO) -> ExitCode:
     with tempfile.TemporaryDirectory(prefix="gitdrift-") as workdir:
         if args.snapshot is not None:
             state = snapshot.load(args.snapshot)
+            gc.freeze()  # the parsed snapshot lives all run: keep the cyclic GC off it
             bodies = workflow.select_offline(state, args, [args.app] if args.app else [])
             settings = application.parse_settings(state.argocd_cm)
             targets = workflow.prepare(bodies, settings, args, Path(workdir), progress)
@@ -222,11 +225,16 @@ def _compare(args: argparse.Namespace, out: TextIO, err: TextIO) -> ExitCode:
                 raise target.error
         options = dataclasses.replace(workflow.options(state, args, rules), controller=controller)
         reports = []
+        live_index = engine.LiveIndex.of(state.objects, settings) if len(targets) > 1 else None
         for index, target in enumerate(targets, 1):
             if target.app is None or target.rendered is None:
                 continue
             progress(f"comparing {index}/{len(targets)} {target.name}")
-            reports.append(workflow.run_one(target, state, settings, pm, options, args, audit_log))
+            reports.append(
+                workflow.run_one(
+                    target, state, settings, pm, options, args, audit_log, index=live_index
+                )
+            )
 
     result = model.Report(applications=tuple(reports), mode=mode)
     if args.write_patch is not None:

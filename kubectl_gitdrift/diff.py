@@ -37,7 +37,9 @@ def predict(
     the keys orig has*, a value git leaves as it was in orig keeps live's server-added keys.
     Never modifies its inputs; the result may share unchanged parts with `live`.
     """
-    if isinstance(desired, Mapping) and isinstance(live, Mapping):
+    if (type(desired) is dict or isinstance(desired, Mapping)) and (
+        type(live) is dict or isinstance(live, Mapping)
+    ):
         result = dict(live)
         orig_map = orig if isinstance(orig, Mapping) else {}
         for key, value in desired.items():
@@ -121,7 +123,7 @@ def _key(item: Mapping[str, Any], merge_key: str) -> Any:
 
 
 def _without_nulls(value: Any) -> Any:
-    if isinstance(value, Mapping):
+    if type(value) is dict or isinstance(value, Mapping):
         return {k: _without_nulls(v) for k, v in value.items() if v is not None}
     if isinstance(value, list):
         return [_without_nulls(v) for v in value]
@@ -137,14 +139,13 @@ class _Keyed(dict):  # type: ignore[type-arg]
 
 def comparable(body: Any, node: Node | None, *, strategic: bool = True) -> Any:
     """Merge-keyed lists become mappings by key; other lists become tuples (compared whole)."""
-    if isinstance(body, Mapping):
-        return {
-            k: comparable(v, node.field(k) if node is not None else None, strategic=strategic)
-            for k, v in body.items()
-        }
+    if type(body) is dict or isinstance(body, Mapping):
+        if node is None:
+            return {k: comparable(v, None, strategic=strategic) for k, v in body.items()}
+        return {k: comparable(v, node.field(k), strategic=strategic) for k, v in body.items()}
     if isinstance(body, list):
         key = node.patch_merge_key if (strategic and node is not None) else None
-        if key and all(isinstance(i, Mapping) and key in i for i in body):
+        if key and all((type(i) is dict or isinstance(i, Mapping)) and key in i for i in body):
             keyed = _Keyed()
             item_node = node.items() if node is not None else None
             for item in body:
@@ -158,7 +159,7 @@ def comparable(body: Any, node: Node | None, *, strategic: bool = True) -> Any:
 
 
 def _freeze(value: Any) -> Any:
-    if isinstance(value, Mapping):
+    if type(value) is dict or isinstance(value, Mapping):
         return _FrozenMap(value)
     if isinstance(value, list):
         return tuple(_freeze(v) for v in value)
@@ -211,6 +212,8 @@ def _inside_atomic(change: model.Change) -> bool:
 def diff_bodies(
     predicted: Mapping[str, Any], live: Mapping[str, Any], node: Node | None, *, strategic: bool
 ) -> list[model.Change]:
+    if predicted == live:  # most pairs: equal as plain data, so equal as comparable forms
+        return []
     return changes(
         comparable(predicted, node, strategic=strategic),
         comparable(live, node, strategic=strategic),

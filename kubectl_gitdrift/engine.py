@@ -40,6 +40,41 @@ class Inputs:
     events: Sequence[model.Body] = ()  # core/v1 Events read apart from `live` (live mode)
     project: model.Body | None = None  # the app's AppProject; else looked up in `live`
     now: str = ""  # the moment the state describes; default: the app's status.reconciledAt
+    index: LiveIndex | None = None  # `live` indexed once for every app of a run (--all)
+
+
+@dataclass(frozen=True)
+class LiveIndex:
+    """The per-snapshot work every app of a run would otherwise repeat over all live objects:
+    objects by key, the tracking roots by app instance, CRD plurals, Events, managedFields."""
+
+    live: Sequence[model.Manifest]
+    settings: model.Settings
+    by_key: Mapping[model.ObjectKey, model.Manifest]
+    roots: Mapping[str | None, Sequence[model.Manifest]]
+    plurals: Mapping[tuple[str, str], str]
+    events: tuple[model.Body, ...]
+    managed_known: bool
+
+    @classmethod
+    def of(cls, live: Sequence[model.Manifest], settings: model.Settings) -> LiveIndex:
+        roots: dict[str | None, list[model.Manifest]] = {}
+        for manifest in live:
+            if (manifest.body.get("metadata") or {}).get("ownerReferences"):
+                continue
+            roots.setdefault(tracking.app_of(manifest.body, settings), []).append(manifest)
+        return cls(
+            live=live,
+            settings=settings,
+            by_key={m.key: m for m in live},
+            roots=roots,
+            plurals=rbac.plurals_from(m.body for m in live),
+            events=tuple(m.body for m in live if _is_event(m.key)),
+            managed_known=any(fields.has_managed_fields(m.body) for m in live),
+        )
+
+    def serves(self, live: Sequence[model.Manifest], settings: model.Settings) -> bool:
+        return self.live is live and self.settings == settings
 
 
 @dataclass(frozen=True)
@@ -64,7 +99,10 @@ def run(inputs: Inputs, pm: pluggy.PluginManager, opts: Options) -> model.AppRep
     )
     hooks = [m for m in desired if tracking.is_hook(m.body)]
     desired = [m for m in desired if not tracking.is_hook(m.body)]
-    live_by_key = {m.key: m for m in inputs.live}
+    index = inputs.index
+    if index is None or not index.serves(inputs.live, settings):
+        index = LiveIndex.of(inputs.live, settings)
+    live_by_key = index.by_key
     instance = tracking.instance_name(app, settings)
     unreadable = dict(inputs.unreadable)
 
@@ -83,7 +121,7 @@ def run(inputs: Inputs, pm: pluggy.PluginManager, opts: Options) -> model.AppRep
 
     drifts: list[model.Drift] = []
     notes = list(inputs.notes)
-    tracked = tracking.tracked_roots(inputs.live, instance, settings)
+    tracked = list(index.roots.get(instance, ()))  # tracking.tracked_roots, indexed
     desired_keys = {m.key for m in desired}
     paired: set[model.ObjectKey] = set()
     for manifest in desired:
@@ -124,7 +162,7 @@ def run(inputs: Inputs, pm: pluggy.PluginManager, opts: Options) -> model.AppRep
     drifts = [attribution.attribute(d, pm) for d in drifts]
     drifts.sort(key=lambda d: d.key)
 
-    managed_known = any(fields.has_managed_fields(m.body) for m in inputs.live)
+    managed_known = index.managed_known
     if inputs.live and not managed_known:
         notes.append(
             "the live objects carry no managedFields (kubectl get hides them unless "
@@ -136,8 +174,8 @@ def run(inputs: Inputs, pm: pluggy.PluginManager, opts: Options) -> model.AppRep
         notes.append(f"{len(hooks)} hook object(s) are not compared, as in Argo CD")
 
     locate = _cached(opts.locate)
-    plurals = {**rbac.plurals_from(m.body for m in inputs.live), **(opts.plurals or {})}
-    events = [*inputs.events, *(m.body for m in inputs.live if _is_event(m.key))]
+    plurals = {**index.plurals, **(opts.plurals or {})}
+    events = [*inputs.events, *index.events]
     clues = attribution.gather(
         drifts,
         events=events,

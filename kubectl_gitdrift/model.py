@@ -28,7 +28,10 @@ class ListKey:
         return isinstance(item, Mapping) and all(item.get(k) == v for k, v in self.fields)
 
     def __hash__(self) -> int:
-        return hash(tuple((k, json.dumps(v, sort_keys=True)) for k, v in self.fields))
+        fields = self.fields
+        if all(type(v) is str or type(v) is int for _, v in fields):  # merge keys: str/int
+            return hash(fields)
+        return hash(tuple((k, json.dumps(v, sort_keys=True)) for k, v in fields))
 
 
 PathElem: TypeAlias = str | int | ListKey

@@ -72,6 +72,12 @@ def build_parser(prog: str = "kubectl gitdrift") -> Parser:
     rev.add_argument(
         "--local", action="store_true", help="render the working tree of --repo-root as it is"
     )
+    src.add_argument(
+        "--no-cache",
+        action="store_true",
+        help="render again instead of reading renders cached on disk "
+        "($KUBECTL_GITDRIFT_CACHE_DIR, else $XDG_CACHE_HOME/kubectl-gitdrift)",
+    )
     live = parser.add_argument_group("cluster side")
     live.add_argument(
         "--snapshot",

@@ -43,7 +43,24 @@ class Node:
     over those of the referenced definition. Children are built on first use and memoized.
     """
 
-    __slots__ = ("_children", "_items", "_name", "_raw", "_refs", "_schema", "_site", "_values")
+    __slots__ = (
+        "_children",
+        "_int_or_string",
+        "_items",
+        "_known",
+        "_map_of_values",
+        "_merge_key",
+        "_name",
+        "_quantity",
+        "_raw",
+        "_refs",
+        "_schema",
+        "_site",
+        "_strategies",
+        "_type",
+        "_values",
+        "scalar_type",
+    )
 
     def __init__(
         self,
@@ -61,6 +78,36 @@ class Node:
         self._children: dict[str, Node | None] = {}
         self._items: Node | bool | None = False  # False: not computed yet
         self._values: Node | bool | None = False
+        # pure functions of (site, raw, refs), read in every hot loop: computed once
+        self._type = self._compute_type()
+        self._quantity = self._compute_quantity()
+        self._int_or_string = not self._quantity and (
+            INT_OR_STRING in refs
+            or self._ext("x-kubernetes-int-or-string") is True
+            or raw.get("format") == "int-or-string"
+        )
+        self.scalar_type: str | None = (
+            self._type
+            if self._type in ("string", "integer", "number", "boolean")
+            and not self._quantity
+            and not self._int_or_string
+            else None
+        )
+        """The JSON type of a plain scalar field (not a Quantity nor an IntOrString), else None."""
+        self._map_of_values = "properties" not in raw and isinstance(
+            raw.get("additionalProperties"), Mapping
+        )
+        self._known = self._compute_known()
+        merge_key = self._ext("x-kubernetes-patch-merge-key")
+        self._merge_key: str | None = (
+            merge_key if isinstance(merge_key, str) and merge_key else None
+        )
+        strategy = self._ext("x-kubernetes-patch-strategy")
+        self._strategies: frozenset[str] = (
+            frozenset(part.strip() for part in strategy.split(",") if part.strip())
+            if isinstance(strategy, str)
+            else frozenset()
+        )
 
     def __repr__(self) -> str:
         return f"Node({self.definition or self.type or 'any'})"
@@ -129,6 +176,9 @@ class Node:
     @property
     def type(self) -> str | None:
         """ "object", "array", "string", "integer", "number", "boolean", or None (unknown/oneOf)."""
+        return self._type
+
+    def _compute_type(self) -> str | None:
         declared = self._raw.get("type")
         if isinstance(declared, str):
             return declared if declared in _TYPES else None
@@ -145,13 +195,14 @@ class Node:
     @property
     def is_map_of_values(self) -> bool:
         """True for `map[string]T` fields (labels, `resources.requests`): any key, one schema."""
-        return "properties" not in self._raw and isinstance(
-            self._raw.get("additionalProperties"), Mapping
-        )
+        return self._map_of_values
 
     def known_fields(self) -> frozenset[str] | None:
         """The declared property names of a structured object; None when any key may appear (maps,
         preserve-unknown-fields, untyped objects) or when this is not an object."""
+        return self._known
+
+    def _compute_known(self) -> frozenset[str] | None:
         props = self._raw.get("properties")
         if not isinstance(props, Mapping) or self._ext("x-kubernetes-preserve-unknown-fields"):
             return None
@@ -170,16 +221,12 @@ class Node:
     @property
     def patch_merge_key(self) -> str | None:
         """`x-kubernetes-patch-merge-key`: the key that matches list items in a strategic merge."""
-        key = self._ext("x-kubernetes-patch-merge-key")
-        return key if isinstance(key, str) and key else None
+        return self._merge_key
 
     @property
     def patch_strategies(self) -> frozenset[str]:
         """`x-kubernetes-patch-strategy`, split: {"merge"}, {"retainKeys"}, or both."""
-        value = self._ext("x-kubernetes-patch-strategy")
-        if not isinstance(value, str):
-            return frozenset()
-        return frozenset(part.strip() for part in value.split(",") if part.strip())
+        return self._strategies
 
     @property
     def list_type(self) -> str | None:
@@ -205,6 +252,9 @@ class Node:
     def is_quantity(self) -> bool:
         """A `resource.Quantity` (`"500m"`, `"1Gi"`): compared in canonical form, as Argo CD does.
         CRD fields count when they carry kubebuilder's int-or-string quantity pattern."""
+        return self._quantity
+
+    def _compute_quantity(self) -> bool:
         if QUANTITY in self._refs:
             return True
         pattern = self._raw.get("pattern")
@@ -217,13 +267,7 @@ class Node:
     @property
     def is_int_or_string(self) -> bool:
         """An `IntOrString` (`targetPort`, `maxSurge`): `80` and `"80"` are different values."""
-        if self.is_quantity:
-            return False
-        return (
-            INT_OR_STRING in self._refs
-            or self._ext("x-kubernetes-int-or-string") is True
-            or self._raw.get("format") == "int-or-string"
-        )
+        return self._int_or_string
 
     @property
     def is_time(self) -> bool:

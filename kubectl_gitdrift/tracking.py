@@ -109,8 +109,12 @@ def prepare_desired(
     duplicates: list[model.ObjectKey] = []
     defaulted: set[model.ObjectKey] = set()
     for manifest in manifests:
-        body = copy.deepcopy(dict(manifest.body))
-        metadata = body.setdefault("metadata", {})
+        body = dict(manifest.body)  # only metadata is written: the rest stays shared
+        if "metadata" not in body:
+            body["metadata"] = {}
+        elif isinstance(body["metadata"], Mapping):
+            body["metadata"] = dict(body["metadata"])
+        metadata = body["metadata"]
         key = manifest.key
         namespaced = scope(key.group, key.kind)
         if namespaced is False and metadata.get("namespace"):

@@ -38,6 +38,7 @@ from kubectl_gitdrift.errors import (
     GitDriftError,
     UsageError,
 )
+from kubectl_gitdrift.sources import cache as source_cache
 from kubectl_gitdrift.sources import git as source_git
 from kubectl_gitdrift.sources import locate as source_locate
 from kubectl_gitdrift.sources import render as source_render
@@ -128,6 +129,13 @@ def prepare(
     repo_root: Path | None = getattr(args, "repo_root", None)
     remotes = _clone_urls(repo_root) if repo_root is not None and args.all else set()
 
+    exports = source_render.Exports(workdir / "trees")
+    cache = (
+        None
+        if getattr(args, "no_cache", False)
+        else source_cache.RenderCache(source_cache.default_dir())
+    )
+
     def one(index: int, target: Target) -> None:
         try:
             target.app = application.parse_application(target.body)
@@ -148,6 +156,8 @@ def prepare(
                 revision=args.revision,
                 local=args.local,
                 workdir=workdir / f"{index:05d}",
+                exports=exports,
+                cache=cache,
             )
         except GitDriftError as exc:
             target.error = exc
@@ -214,6 +224,7 @@ def run_one(
     options: engine.Options,
     args: argparse.Namespace,
     audit_log: audit.AuditLog | None = None,
+    index: engine.LiveIndex | None = None,
 ) -> model.AppReport:
     app, rendered = target.app, target.rendered
     assert app is not None
@@ -229,6 +240,7 @@ def run_one(
         notes=_notes_for(app, rendered, state),
         unreadable=state.unreadable,
         audit_log=audit_log,
+        index=index,
     )
     return engine.run(inputs, pm, with_source_callbacks(options, rendered, args.repo_root))
 

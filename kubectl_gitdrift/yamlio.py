@@ -257,7 +257,10 @@ class _DuplicateKeyError(ValueError):
 
 
 def _json_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
+    out: dict[str, Any] = dict(pairs)
+    if len(out) == len(pairs):  # no duplicate: the common case, in C
+        return out
+    out = {}
     for key, value in pairs:
         if key in out:
             raise _DuplicateKeyError(key)

@@ -125,3 +125,12 @@ class Golden:
 @pytest.fixture
 def golden(request: pytest.FixtureRequest) -> Golden:
     return Golden(bool(request.config.getoption("--update-golden")))
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _render_cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Renders are cached in a throwaway directory, never in the user's ~/.cache."""
+    mp = pytest.MonkeyPatch()
+    mp.setenv("KUBECTL_GITDRIFT_CACHE_DIR", str(tmp_path_factory.mktemp("render-cache")))
+    yield
+    mp.undo()

@@ -434,3 +434,52 @@ def test_plugin_flags_are_refused(repo: Repo, tmp_path: Path) -> None:
             workdir=tmp_path / "w",
             build_options=["--enable-exec"],
         )
+
+
+@pytest.mark.parametrize("path", ["overlays/prod/guestbook", "overlays/staging/guestbook"])
+def test_origin_scan_matches_origin_annotations(
+    repo: Repo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, path: str
+) -> None:
+    """Past ORIGIN_ANNOTATIONS_MAX objects kustomize runs without originAnnotations and the
+    origin is found by scanning the resource files: same objects, same origins."""
+    app = make_app(path, options={"kustomize": {"namePrefix": "p-"}} if "staging" in path else None)
+    annotated = render(app, repo.root, workdir=tmp_path / "a")
+    monkeypatch.setenv(kustomize.ORIGIN_ANNOTATIONS_ENV, "0")
+    scanned = render(app, repo.root, workdir=tmp_path / "b")
+    assert [(m.key, m.body, m.origin) for m in scanned.manifests] == [
+        (m.key, m.body, m.origin) for m in annotated.manifests
+    ]
+    assert all(m.origin for m in scanned.manifests)
+
+
+def test_render_cache_second_render_skips_kustomize(
+    repo: Repo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from kubectl_gitdrift.sources.cache import RenderCache
+
+    cache = RenderCache(tmp_path / "cache")
+    app = make_app("overlays/prod/guestbook")
+    first = render(app, repo.root, workdir=tmp_path / "w1", cache=cache)
+
+    def no_build(*args: object, **kwargs: object) -> bytes:
+        raise AssertionError("kustomize ran although the render is cached")
+
+    monkeypatch.setattr(kustomize, "_run_build", no_build)
+    second = render(app, repo.root, workdir=tmp_path / "w2", cache=cache)
+    assert [(m.key, m.body, m.origin) for m in second.manifests] == [
+        (m.key, m.body, m.origin) for m in first.manifests
+    ]
+    other = make_app("overlays/prod/guestbook", options={"kustomize": {"namePrefix": "x-"}})
+    with pytest.raises(AssertionError):  # other options: another key
+        render(other, repo.root, workdir=tmp_path / "w3", cache=cache)
+    with pytest.raises(AssertionError):  # the working tree is never cached
+        render(app, repo.root, local=True, workdir=tmp_path / "w4", cache=cache)
+
+
+def test_kustomize_timeout_from_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert kustomize.kustomize_timeout() == kustomize.KUSTOMIZE_TIMEOUT
+    monkeypatch.setenv(kustomize.TIMEOUT_ENV, "600")
+    assert kustomize.kustomize_timeout() == 600
+    monkeypatch.setenv(kustomize.TIMEOUT_ENV, "soon")
+    with pytest.raises(SourceError, match="KUBECTL_GITDRIFT_KUSTOMIZE_TIMEOUT"):
+        kustomize.kustomize_timeout()

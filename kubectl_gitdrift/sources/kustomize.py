@@ -24,8 +24,9 @@ from typing import Any
 import yaml
 
 from kubectl_gitdrift import yamlio
-from kubectl_gitdrift.errors import SourceError
+from kubectl_gitdrift.errors import GitDriftError, SourceError
 from kubectl_gitdrift.model import Manifest, ObjectKey
+from kubectl_gitdrift.sources.cache import RenderCache
 
 KUSTOMIZATION_FILES = ("kustomization.yaml", "kustomization.yml", "Kustomization")
 KUSTOMIZE_TIMEOUT = 120.0
@@ -54,12 +55,21 @@ def build(
     workdir: Path,
     env: Mapping[str, str] | None = None,
     build_options: Sequence[str] = (),
+    revision: str | None = None,
+    cache: RenderCache | None = None,
 ) -> list[Manifest]:
     """Render the kustomization at `tree/app_path` with the Application's kustomize `options`.
 
-    `tree` is only read: the build runs on a copy inside `workdir`. `env` is Argo CD's build
-    environment (ARGOCD_APP_NAME, …) used to substitute `$VAR` in images and labels.
-    `build_options` are extra flags (argocd-cm `kustomize.buildOptions`); plugin flags are refused.
+    `tree` is only read: when the kustomization must be edited the build runs on a copy inside
+    `workdir`. `env` is Argo CD's build environment (ARGOCD_APP_NAME, …) used to substitute
+    `$VAR` in images and labels. `build_options` are extra flags (argocd-cm
+    `kustomize.buildOptions`); plugin flags are refused. With a `cache` and the commit `revision`
+    the tree holds, a render made before is read back instead of running kustomize.
+
+    Each object's `origin` (the file that defines it) comes from kustomize's originAnnotations
+    for kustomizations of up to `origin_annotations_max()` objects; past that the annotations
+    would double kustomize's time (kubernetes-sigs/kustomize#5988), so the build runs without
+    them and the origin is found by scanning the kustomization's resource files for kind+name.
     """
     display = app_path.strip("/") or "."
     for flag in build_options:
@@ -67,37 +77,204 @@ def build(
             raise SourceError(
                 f"kustomize build option {flag} is not allowed: gitdrift never runs plugins"
             )
-    workdir.mkdir(parents=True, exist_ok=True)
-    copy = Path(tempfile.mkdtemp(prefix="kustomize-", dir=workdir))
+    limit = origin_annotations_max()
+    key = None
+    if cache is not None and revision:
+        key = cache.key(
+            "kustomize", revision, app_path, options or {}, env or {}, list(build_options),
+            _binary_identity(), limit,
+        )  # fmt: skip
+        hit = cache.get(key)
+        if hit is not None:
+            return hit
+    kdir = tree / app_path if display != "." else tree
+    kfile = find_kustomization(kdir)
+    if kfile is None:
+        raise SourceError(f"{display}: no kustomization.yaml in the source path")
+    rel_kfile = _rel(kfile, tree)
+    docs = yamlio.load_documents(kfile.read_bytes(), rel_kfile)
+    if len(docs) != 1:
+        raise SourceError(f"{rel_kfile}: expected one kustomization document, got {len(docs)}")
+    kustomization = docs[0]
+    keep_origin = "originAnnotations" in _str_list(kustomization.get("buildMetadata"))
+    edited = apply_options(
+        kustomization, options or {}, env=env or {}, kustomization_dir=kdir, name=rel_kfile
+    )
+    _check_inside(tree, kdir)
+    closure = _Closure.walk(tree, _rel(kdir, tree) if kdir != tree else ".")
+    annotate = keep_origin or closure.objects <= limit
+    copy: Path | None = None
     try:
-        _copy_tree(tree, copy / "tree")
-        root = copy / "tree"
-        kdir = root / app_path if display != "." else root
-        kfile = find_kustomization(kdir)
-        if kfile is None:
-            raise SourceError(f"{display}: no kustomization.yaml in the source path")
-        rel_kfile = _rel(kfile, root)
-        docs = yamlio.load_documents(kfile.read_bytes(), rel_kfile)
-        if len(docs) != 1:
-            raise SourceError(f"{rel_kfile}: expected one kustomization document, got {len(docs)}")
-        kustomization = docs[0]
-        keep_origin = "originAnnotations" in _str_list(kustomization.get("buildMetadata"))
-        edited = apply_options(
-            kustomization, options or {}, env=env or {}, kustomization_dir=kdir, name=rel_kfile
-        )
-        metadata = _str_list(edited.get("buildMetadata"))
-        if "originAnnotations" not in metadata:
-            edited["buildMetadata"] = [*metadata, "originAnnotations"]
-        _replace_file(kfile, yaml.safe_dump(edited, sort_keys=False))
-        _check_inside(root, kdir)
+        if annotate or edited != kustomization:
+            workdir.mkdir(parents=True, exist_ok=True)
+            copy = Path(tempfile.mkdtemp(prefix="kustomize-", dir=workdir))
+            _copy_tree(tree, copy / "tree")
+            root = copy / "tree"
+            kdir = root / app_path if display != "." else root
+            kfile = root / rel_kfile
+            if annotate:
+                metadata = _str_list(edited.get("buildMetadata"))
+                if "originAnnotations" not in metadata:
+                    edited["buildMetadata"] = [*metadata, "originAnnotations"]
+            _replace_file(kfile, yaml.safe_dump(edited, sort_keys=False))
+            _check_inside(root, kdir)
+            if edited.get("resources") != kustomization.get("resources") or edited.get(
+                "components"
+            ) != kustomization.get("components"):
+                closure = _Closure.walk(root, _rel(kdir, root) if kdir != root else ".")
+        else:  # nothing to edit: build the tree as it is (it is only read)
+            root = tree.absolute()
+            kdir = root / app_path if display != "." else root
         output = _run_build(kdir, display, root, build_options)
         manifests: list[Manifest] = []
         for body in yamlio.load_objects(output, f"kustomize build {display}"):
             origin = _take_origin(body, display, keep=keep_origin)
-            manifests.append(Manifest(key=ObjectKey.of(body), body=body, origin=origin))
-        return manifests
+            objkey = ObjectKey.of(body)
+            if not annotate:
+                origin = closure.origin(objkey.kind, objkey.name)
+            manifests.append(Manifest(key=objkey, body=body, origin=origin))
     finally:
-        shutil.rmtree(copy, ignore_errors=True)
+        if copy is not None:
+            shutil.rmtree(copy, ignore_errors=True)
+    if key is not None and cache is not None and not closure.remote:
+        cache.put(key, manifests)
+    return manifests
+
+
+ORIGIN_ANNOTATIONS_ENV = "KUBECTL_GITDRIFT_ORIGIN_ANNOTATIONS_MAX"
+ORIGIN_ANNOTATIONS_MAX = 300
+"""Kustomizations declaring more objects than this are built without originAnnotations."""
+TIMEOUT_ENV = "KUBECTL_GITDRIFT_KUSTOMIZE_TIMEOUT"
+
+
+def origin_annotations_max() -> int:
+    raw = os.environ.get(ORIGIN_ANNOTATIONS_ENV, "").strip()
+    try:
+        return int(raw) if raw else ORIGIN_ANNOTATIONS_MAX
+    except ValueError:
+        return ORIGIN_ANNOTATIONS_MAX
+
+
+def kustomize_timeout() -> float:
+    """KUSTOMIZE_TIMEOUT, or the seconds (> 0) in $KUBECTL_GITDRIFT_KUSTOMIZE_TIMEOUT."""
+    raw = os.environ.get(TIMEOUT_ENV, "").strip()
+    if not raw:
+        return KUSTOMIZE_TIMEOUT
+    try:
+        value = float(raw)
+    except ValueError:
+        value = 0.0
+    if value <= 0:
+        raise SourceError(f"{TIMEOUT_ENV}={raw!r}: expected a number of seconds above 0")
+    return value
+
+
+def _binary_identity() -> list[Any]:
+    cmd = _binary()
+    try:
+        st = Path(cmd[0]).stat()
+    except OSError:
+        return cmd
+    return [*cmd, st.st_size, st.st_mtime_ns]
+
+
+_KIND_LINE = re.compile(rb"(?m)^kind:")
+_URL_LIKE = re.compile(r"^[a-z][a-z0-9+.-]*://|^(git@|github\.com/|gitlab\.com/|bitbucket\.org/)")
+
+
+class _Closure:
+    """The files a kustomization reaches (resources, bases, components, generators), for the
+    object count and, lazily, the origin of each rendered object by kind and name."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.files: list[str] = []  # resource files, tree-relative
+        self.generated: list[tuple[str, str, str]] = []  # (kind, name, kustomization file)
+        self.objects = 0
+        self.remote = False
+        self._index: dict[str, dict[str, set[str]]] | None = None
+
+    @classmethod
+    def walk(cls, root: Path, start: str) -> _Closure:
+        out = cls(root)
+        todo, seen = [start], set()
+        while todo:
+            directory = posixpath.normpath(todo.pop())
+            if directory in seen:
+                continue
+            seen.add(directory)
+            kfile = find_kustomization(root / directory)
+            if kfile is None:
+                continue
+            rel = _rel(kfile, root)
+            try:
+                docs = yamlio.load_documents(kfile.read_bytes(), rel)
+            except (GitDriftError, OSError):
+                continue  # kustomize reports it
+            for doc in docs:
+                if not isinstance(doc, Mapping):
+                    continue
+                for field in ("resources", "bases", "components"):
+                    for entry in _str_list(doc.get(field)):
+                        target = posixpath.normpath(posixpath.join(directory, entry))
+                        path = root / target
+                        if path.is_dir():
+                            todo.append(target)
+                        elif path.is_file():
+                            out.files.append(target)
+                            with contextlib.suppress(OSError):
+                                out.objects += len(_KIND_LINE.findall(path.read_bytes()))
+                        elif _URL_LIKE.search(entry) or "?" in entry or not path.exists():
+                            out.remote = True
+                for generator, kind in (("configMapGenerator", "ConfigMap"),
+                                        ("secretGenerator", "Secret")):  # fmt: skip
+                    for item in doc.get(generator) or ():
+                        if isinstance(item, Mapping) and item.get("name"):
+                            out.generated.append((kind, str(item["name"]), rel))
+                            out.objects += 1
+                if doc.get("helmCharts") or doc.get("helmChartInflationGenerator"):
+                    out.remote = True
+        return out
+
+    def origin(self, kind: str, name: str) -> str | None:
+        """The file declaring the object: the one whose kind matches and whose name is the
+        rendered name, or the longest declared name inside it (namePrefix/Suffix, hashes)."""
+        if self._index is None:
+            self._index = self._build_index()
+        names = self._index.get(kind)
+        if not names:
+            return None
+        files = names.get(name)
+        if files is None:
+            best = max((n for n in names if n and n in name), key=len, default=None)
+            files = names.get(best) if best is not None else None
+        if not files or len(files) != 1:
+            return None
+        return next(iter(files))
+
+    def _build_index(self) -> dict[str, dict[str, set[str]]]:
+        index: dict[str, dict[str, set[str]]] = {}
+
+        def add(kind: str, name: str, file: str) -> None:
+            index.setdefault(kind, {}).setdefault(name, set()).add(file)
+
+        for rel in self.files:
+            try:
+                docs = yamlio.load_documents((self.root / rel).read_bytes(), rel)
+            except (GitDriftError, OSError):
+                continue
+            for doc in docs:
+                items = doc.get("items") if doc.get("kind") == "List" else [doc]
+                for obj in items if isinstance(items, list) else ():
+                    if not isinstance(obj, Mapping):
+                        continue
+                    metadata = obj.get("metadata")
+                    name = metadata.get("name") if isinstance(metadata, Mapping) else None
+                    if isinstance(obj.get("kind"), str) and isinstance(name, str):
+                        add(obj["kind"], name, rel)
+        for kind, name, rel in self.generated:
+            add(kind, name, rel)
+        return index
 
 
 def apply_options(
@@ -376,20 +553,21 @@ def _run_build(kdir: Path, display: str, root: Path, build_options: Sequence[str
     tool = "kustomize build" if cmd[1] == "build" else "kubectl kustomize"
     env = dict(os.environ, LC_ALL="C")
     env.pop("KUSTOMIZE_PLUGIN_HOME", None)
+    timeout = kustomize_timeout()
     try:
         proc = subprocess.run(
             cmd,
             cwd=root,
             capture_output=True,
             env=env,
-            timeout=KUSTOMIZE_TIMEOUT,
+            timeout=timeout,
             check=False,
             stdin=subprocess.DEVNULL,
         )
     except subprocess.TimeoutExpired:
         raise SourceError(
-            f"kustomize build {display} timed out after {KUSTOMIZE_TIMEOUT:g}s",
-            hint=f"run: {tool} {display}",
+            f"kustomize build {display} timed out after {timeout:g}s",
+            hint=f"run: {tool} {display} (or raise {TIMEOUT_ENV})",
         ) from None
     if proc.returncode != 0:
         detail = _error_detail(proc.stderr, root)

@@ -15,6 +15,7 @@ file), `overlay` (nothing sets it literally).
 
 from __future__ import annotations
 
+import functools
 import posixpath
 from collections import deque
 from collections.abc import Iterator, Mapping
@@ -208,11 +209,28 @@ class _Search:
     # ---- documents
 
     def file(self, rel: str, *, how: str) -> Location | None:
-        for doc in self._compose(rel):
-            line = self._in_document(doc, targeted=False)
-            if line:
-                return Location(rel, line, how)
+        for obj, kind, api_version, name in self._heads(rel):  # what _names_object reads
+            if kind is not None and kind != self.kind:
+                continue
+            if isinstance(api_version, str) and api_version.rpartition("/")[0] != self.group:
+                continue
+            if not isinstance(name, str) or not self._name_matches(name):
+                continue
+            node = _find(obj, self.path)
+            if node is not None and _same(_construct(node), self.value):
+                return Location(rel, node.start_mark.line + 1, how)
         return None
+
+    def _heads(self, rel: str) -> tuple[tuple[MappingNode, Any, Any, Any], ...]:
+        file = self.root / rel
+        try:
+            if not file.resolve().is_relative_to(self.root) or not file.is_file():
+                return ()
+            st = file.stat()
+            stamp = (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+            return _heads(str(file), stamp, rel)
+        except (OSError, GitDriftError, yaml.YAMLError, UnicodeDecodeError):
+            return ()
 
     def object_line(self, rel: str) -> int:
         for doc in self._compose(rel):
@@ -311,11 +329,36 @@ class _Search:
         try:
             if not file.resolve().is_relative_to(self.root) or not file.is_file():
                 return []
-            data = file.read_bytes()
-            yamlio.load_any(data, rel)  # bounds: size, aliases, depth, duplicate keys
-            return list(yaml.compose_all(data.decode("utf-8"), Loader=_Composer))
+            st = file.stat()
+            stamp = (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+            return list(_composed(str(file), stamp, rel))
         except (OSError, GitDriftError, yaml.YAMLError, UnicodeDecodeError):
             return []
+
+
+@functools.lru_cache(maxsize=1024)
+def _heads(
+    file: str, stamp: tuple[int, ...], rel: str
+) -> tuple[tuple[MappingNode, Any, Any, Any], ...]:
+    """Each object of a file with its kind, apiVersion and metadata.name, memoized."""
+    out = []
+    for doc in _composed(file, stamp, rel):
+        if doc is None:
+            continue
+        for obj in _objects(doc):
+            metadata = _get(obj, "metadata")
+            name = _scalar(_get(metadata, "name")) if isinstance(metadata, MappingNode) else None
+            out.append((obj, _scalar(_get(obj, "kind")), _scalar(_get(obj, "apiVersion")), name))
+    return tuple(out)
+
+
+@functools.lru_cache(maxsize=1024)
+def _composed(file: str, stamp: tuple[int, ...], rel: str) -> tuple[Node | None, ...]:
+    """The composed documents of a file, memoized by path and stat stamp: every drifted field's
+    search walks the same kustomizations and resource files (the nodes are only read)."""
+    data = Path(file).read_bytes()
+    yamlio.load_any(data, rel)  # bounds: size, aliases, depth, duplicate keys
+    return tuple(yaml.compose_all(data.decode("utf-8"), Loader=_Composer))
 
 
 def _objects(doc: Node) -> Iterator[MappingNode]:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import posixpath
 import re
 import shutil
+import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,6 +24,7 @@ from kubectl_gitdrift import yamlio
 from kubectl_gitdrift.errors import SourceError, UsageError
 from kubectl_gitdrift.model import Application, AppSource, Manifest
 from kubectl_gitdrift.sources import directory, git, kustomize
+from kubectl_gitdrift.sources.cache import RenderCache
 
 WORKING_TREE = "working tree"
 SOURCE_TYPES = ("helm", "kustomize", "directory", "plugin")
@@ -49,6 +51,34 @@ class Rendered:
     sources: tuple[RenderedSource, ...] = ()
 
 
+class Exports:
+    """What the renders of one run share: revisions resolved once per (repo, revision), and one
+    exported tree per commit (not one per Application). Safe to use from several threads."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self._lock = threading.Lock()
+        self._revisions: dict[tuple[str, str, bool], str] = {}
+        self._trees: dict[str, threading.Lock] = {}
+
+    def resolve(self, top: Path, rev: str, prefer_remote: bool) -> str:
+        key = (str(top), rev, prefer_remote)
+        with self._lock:
+            sha = self._revisions.get(key)
+        if sha is None:
+            sha = git.resolve_revision(top, rev, prefer_remote=prefer_remote)
+            with self._lock:
+                self._revisions[key] = sha
+        return sha
+
+    def export(self, top: Path, sha: str) -> Path:
+        with self._lock:
+            lock = self._trees.setdefault(sha, threading.Lock())
+        with lock:
+            self.root.mkdir(parents=True, exist_ok=True)
+            return _export(top, sha, self.root)
+
+
 def render(
     app: Application,
     repo_root: Path,
@@ -57,8 +87,13 @@ def render(
     local: bool = False,
     workdir: Path,
     build_options: Sequence[str] = (),
+    exports: Exports | None = None,
+    cache: RenderCache | None = None,
 ) -> Rendered:
-    """Render every source of `app` that has a path (ref-only sources are skipped)."""
+    """Render every source of `app` that has a path (ref-only sources are skipped).
+
+    `exports` shares resolved revisions and exported trees between the renders of one run
+    (`--all`); `cache` reads and stores kustomize renders on disk (never for `local`)."""
     if revision and local:
         raise UsageError("--revision and --local cannot be used together")
     todo = [(i, s) for i, s in enumerate(app.sources) if not (s.ref and not s.path and not s.chart)]
@@ -75,10 +110,14 @@ def render(
             sha, tree = WORKING_TREE, top
         else:
             rev, prefer_remote = _revision_for(app, index, source, revision)
-            sha = git.resolve_revision(top, rev, prefer_remote=prefer_remote)
-            tree = _export(top, sha, workdir)
+            if exports is not None:
+                sha = exports.resolve(top, rev, prefer_remote)
+                tree = exports.export(top, sha)
+            else:
+                sha = git.resolve_revision(top, rev, prefer_remote=prefer_remote)
+                tree = _export(top, sha, workdir)
         part, objs = _render_source(
-            app, index, source, tree, sha, repo_root, workdir, build_options
+            app, index, source, tree, sha, repo_root, workdir, build_options, cache
         )
         parts.append(part)
         manifests.extend(objs)
@@ -200,6 +239,7 @@ def _render_source(
     repo_root: Path,
     workdir: Path,
     build_options: Sequence[str],
+    cache: RenderCache | None = None,
 ) -> tuple[RenderedSource, list[Manifest]]:
     path = _clean_path(source.path)
     app_dir = tree if path == "." else tree / path
@@ -227,7 +267,14 @@ def _render_source(
     if kind == "kustomize":
         env = build_env(app, source, "" if sha == WORKING_TREE else sha)
         objs = kustomize.build(
-            tree, path, options, workdir=workdir, env=env, build_options=build_options
+            tree,
+            path,
+            options,
+            workdir=workdir,
+            env=env,
+            build_options=build_options,
+            revision=None if sha == WORKING_TREE else sha,
+            cache=None if sha == WORKING_TREE else cache,
         )
     else:
         objs = directory.collect(tree, path, options)

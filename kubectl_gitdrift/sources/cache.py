@@ -1,0 +1,121 @@
+"""A bounded on-disk cache of rendered manifests, so a second run (`--all` over a fleet) reads
+renders instead of running kustomize again.
+
+An entry is keyed by everything the render depends on: the commit rendered (its files are
+immutable), the source path, the Application's tool options and build environment, the build
+flags, and the identity of the kustomize binary. The working tree (`--local`) and kustomizations
+that pull remote bases are never cached. Entries are JSON files under `$KUBECTL_GITDRIFT_CACHE_DIR`,
+else `$XDG_CACHE_HOME/kubectl-gitdrift`, else `~/.cache/kubectl-gitdrift`; the oldest are removed
+when the directory grows past `$KUBECTL_GITDRIFT_CACHE_MAX_MB` (default 512). A damaged or
+unreadable entry is a miss; a cache directory that cannot be written is no cache.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import tempfile
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from kubectl_gitdrift.model import Manifest, ObjectKey
+
+CACHE_DIR_ENV = "KUBECTL_GITDRIFT_CACHE_DIR"
+CACHE_MAX_ENV = "KUBECTL_GITDRIFT_CACHE_MAX_MB"
+DEFAULT_MAX_MB = 512
+FORMAT = 1
+"""Bumped whenever what an entry holds, or how a render is made, changes."""
+
+_prune_lock = threading.Lock()
+_puts = 0
+
+
+def default_dir() -> Path:
+    explicit = os.environ.get(CACHE_DIR_ENV, "").strip()
+    if explicit:
+        return Path(explicit)
+    xdg = os.environ.get("XDG_CACHE_HOME", "").strip()
+    base = Path(xdg) if xdg else Path.home() / ".cache"
+    return base / "kubectl-gitdrift"
+
+
+def _max_bytes() -> int:
+    raw = os.environ.get(CACHE_MAX_ENV, "").strip()
+    try:
+        mib = float(raw) if raw else DEFAULT_MAX_MB
+    except ValueError:
+        mib = DEFAULT_MAX_MB
+    return int(max(mib, 0) * 1024 * 1024)
+
+
+@dataclass(frozen=True)
+class RenderCache:
+    directory: Path
+
+    @staticmethod
+    def key(*parts: Any) -> str:
+        text = json.dumps([FORMAT, *parts], sort_keys=True, default=str, separators=(",", ":"))
+        return hashlib.sha256(text.encode()).hexdigest()
+
+    def _path(self, key: str) -> Path:
+        return self.directory / "renders" / key[:2] / f"{key}.json"
+
+    def get(self, key: str) -> list[Manifest] | None:
+        path = self._path(key)
+        try:
+            entries = json.loads(path.read_bytes())
+            out = [Manifest(ObjectKey.of(e["body"]), e["body"], e.get("origin")) for e in entries]
+        except (OSError, ValueError, TypeError, KeyError, AttributeError):
+            return None
+        with contextlib.suppress(OSError):
+            os.utime(path)  # least recently used goes first
+        return out
+
+    def put(self, key: str, manifests: list[Manifest]) -> None:
+        """Store a render; one that JSON cannot hold exactly (non-string keys, …) is skipped."""
+        path = self._path(key)
+        entries = [{"body": m.body, "origin": m.origin} for m in manifests]
+        try:
+            data = json.dumps(entries, separators=(",", ":")).encode()
+            if json.loads(data) != entries:
+                return
+        except (TypeError, ValueError):
+            return
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(data)
+            Path(tmp).replace(path)
+        except OSError:
+            return
+        global _puts
+        with _prune_lock:
+            _puts += 1
+            due = _puts % 32 == 1
+        if due:
+            self._prune()
+
+    def _prune(self) -> None:
+        """Remove the least recently used entries while the cache is over its size bound."""
+        limit = _max_bytes()
+        with _prune_lock:
+            files = []
+            total = 0
+            for entry in (self.directory / "renders").glob("*/*.json"):
+                with contextlib.suppress(OSError):
+                    st = entry.stat()
+                    files.append((st.st_mtime, st.st_size, entry))
+                    total += st.st_size
+            if total <= limit:
+                return
+            for _, size, entry in sorted(files):
+                with contextlib.suppress(OSError):
+                    entry.unlink()
+                    total -= size
+                if total <= limit:
+                    return
