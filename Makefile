@@ -16,6 +16,7 @@ $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -e '.[dev]'
+	./tools/install_helm.sh
 	touch $(STAMP)
 
 DEMO_REPO := $(VENV)/demo-repo

@@ -213,5 +213,8 @@ def test_scenario_snapshot_pins_the_built_sha(scenario: Path, tmp_path: Path) ->
     shas = _load_make_repo().build_repo(scenario / "repo-src", tmp_path / "repo")
     snapshot = yaml.safe_load((scenario / "snapshot.yaml").read_text(encoding="utf-8"))
     (app,) = [item for item in snapshot["items"] if item["kind"] == "Application"]
-    assert app["status"]["sync"]["revision"] == shas[-1]
-    assert {h["revision"] for h in app["status"]["history"]} <= set(shas)
+    sync = app["status"]["sync"]
+    # a multi-source Application records one revision per source (status.sync.revisions)
+    assert set(sync.get("revisions") or [sync["revision"]]) == {shas[-1]}
+    history = app["status"]["history"]
+    assert {r for h in history for r in h.get("revisions") or [h["revision"]]} <= set(shas)

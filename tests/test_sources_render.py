@@ -10,7 +10,7 @@ import pytest
 
 from kubectl_gitdrift.errors import SourceError
 from kubectl_gitdrift.model import Application, AppSource, Manifest, ObjectKey, SyncPolicy
-from kubectl_gitdrift.sources import directory, kustomize
+from kubectl_gitdrift.sources import directory, helm, kustomize
 from kubectl_gitdrift.sources.render import Rendered, render
 
 DEPLOYMENT = """\
@@ -333,9 +333,7 @@ def test_source_type_detection(repo: Repo, tmp_path: Path) -> None:
     with pytest.raises(SourceError, match="multiple application sources defined"):
         render(make_app("plain", options=both), repo.root, workdir=tmp_path / "w")
     write(repo.root, "chart/Chart.yaml", "apiVersion: v2\nname: c\nversion: 0.1.0\n")
-    if not os.environ.get("PATH") or not any(
-        (Path(p) / "helm").exists() for p in os.environ["PATH"].split(os.pathsep)
-    ):
+    if helm.helm_binary() is None:
         with pytest.raises(SourceError, match="helm sources need the helm binary"):
             render(make_app("chart"), repo.root, local=True, workdir=tmp_path / "w")
     # an explicit directory source wins over a kustomization file (which is then no object)

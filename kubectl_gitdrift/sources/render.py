@@ -23,7 +23,7 @@ from typing import Any
 from kubectl_gitdrift import yamlio
 from kubectl_gitdrift.errors import SourceError, UsageError
 from kubectl_gitdrift.model import Application, AppSource, Manifest
-from kubectl_gitdrift.sources import directory, git, kustomize
+from kubectl_gitdrift.sources import directory, git, helm, kustomize
 from kubectl_gitdrift.sources.cache import RenderCache
 
 WORKING_TREE = "working tree"
@@ -103,6 +103,17 @@ def render(
     _check_repo_urls([s for _, s in todo], top, repo_root, local)
     workdir.mkdir(parents=True, exist_ok=True)
 
+    def ref_tree(index: int, source: AppSource) -> Path:
+        # a `ref` source's tree, for `$<ref>/…` Helm value files; exported only when used
+        _check_repo_urls([*(s for _, s in todo), source], top, repo_root, local)
+        if local:
+            return top
+        rev, prefer_remote = _revision_for(app, index, source, revision)
+        if exports is not None:
+            return exports.export(top, exports.resolve(top, rev, prefer_remote))
+        return _export(top, git.resolve_revision(top, rev, prefer_remote=prefer_remote), workdir)
+
+    refs = helm.RefTrees(app, ref_tree)
     manifests: list[Manifest] = []
     parts: list[RenderedSource] = []
     for index, source in todo:
@@ -117,7 +128,7 @@ def render(
                 sha = git.resolve_revision(top, rev, prefer_remote=prefer_remote)
                 tree = _export(top, sha, workdir)
         part, objs = _render_source(
-            app, index, source, tree, sha, repo_root, workdir, build_options, cache
+            app, index, source, tree, sha, repo_root, workdir, build_options, cache, refs
         )
         parts.append(part)
         manifests.extend(objs)
@@ -240,10 +251,12 @@ def _render_source(
     workdir: Path,
     build_options: Sequence[str],
     cache: RenderCache | None = None,
+    refs: Mapping[str, Path] | None = None,
 ) -> tuple[RenderedSource, list[Manifest]]:
     path = _clean_path(source.path)
     app_dir = tree if path == "." else tree / path
     at = "the working tree" if sha == WORKING_TREE else sha[:12]
+    blocks: dict[str, Any] = {}
     if source.chart and not source.path:
         kind = "helm"
     else:
@@ -257,7 +270,17 @@ def _render_source(
         kind = detect_type(blocks, app_dir, explicit_kind=source.kind)
     part = RenderedSource(index, source.repo_url, path, kind, sha, tree)
     if kind == "helm":
-        return part, _render_helm(path)
+        env = build_env(app, source, "" if sha == WORKING_TREE else sha)
+        return part, helm.template(
+            app_dir,
+            app=app,
+            source=source,
+            options=blocks.get("helm") or {},
+            tree_for_ref=refs or {},
+            workdir=workdir,
+            env=env,
+            tree=tree,
+        )
     if kind == "plugin":
         raise SourceError(
             f"source path {path}: config management plugin sources cannot be rendered locally",
@@ -279,16 +302,6 @@ def _render_source(
     else:
         objs = directory.collect(tree, path, options)
     return part, objs
-
-
-def _render_helm(path: str) -> list[Manifest]:
-    """Seam for Helm: `helm template` with the Application's helm options comes later."""
-    if shutil.which("helm") is None:
-        raise SourceError(
-            f"source path {path}: helm sources need the helm binary",
-            hint="install helm 3 and put it on PATH",
-        )
-    raise SourceError(f"source path {path}: helm sources are not supported yet")
 
 
 def _clean_path(path: str) -> str:
