@@ -27,7 +27,6 @@ import os
 import posixpath
 import re
 import shutil
-import subprocess
 import tempfile
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
@@ -38,6 +37,7 @@ import yaml
 from kubectl_gitdrift import yamlio
 from kubectl_gitdrift.errors import SourceError
 from kubectl_gitdrift.model import Application, AppSource, Manifest, ObjectKey
+from kubectl_gitdrift.sources import process
 from kubectl_gitdrift.sources.kustomize import envsubst
 
 HELM_ENV = "KUBECTL_GITDRIFT_HELM"
@@ -377,23 +377,14 @@ def _run(
         HELM_PLUGINS=str(home / "plugins"),
         KUBECONFIG=os.devnull,
     )
-    try:
-        proc = subprocess.run(
-            [helm, *args],
-            cwd=chart_dir,
-            capture_output=True,
-            env=env,
-            timeout=HELM_TIMEOUT,
-            check=False,
-            stdin=subprocess.DEVNULL,
-        )
-    except subprocess.TimeoutExpired:
-        raise SourceError(
-            f"helm template {display} timed out after {HELM_TIMEOUT:g}s",
-            hint=f"run: helm template {display}",
-        ) from None
-    except OSError as exc:
-        raise SourceError(f"helm template {display}: cannot run {helm}: {exc.strerror}") from None
+    proc = process.run_tool(
+        [helm, *args],
+        cwd=chart_dir,
+        env=env,
+        timeout=HELM_TIMEOUT,
+        what=f"helm template {display}",
+        hint=f"run: helm template {display}",
+    )
     if proc.returncode != 0:
         raise SourceError(
             f"helm template {display} failed (exit {proc.returncode}): "

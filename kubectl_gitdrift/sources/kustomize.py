@@ -15,7 +15,6 @@ import os
 import posixpath
 import re
 import shutil
-import subprocess
 import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -26,6 +25,7 @@ import yaml
 from kubectl_gitdrift import yamlio
 from kubectl_gitdrift.errors import GitDriftError, SourceError
 from kubectl_gitdrift.model import Manifest, ObjectKey
+from kubectl_gitdrift.sources import process
 from kubectl_gitdrift.sources.cache import RenderCache
 
 KUSTOMIZATION_FILES = ("kustomization.yaml", "kustomization.yml", "Kustomization")
@@ -554,21 +554,14 @@ def _run_build(kdir: Path, display: str, root: Path, build_options: Sequence[str
     env = dict(os.environ, LC_ALL="C")
     env.pop("KUSTOMIZE_PLUGIN_HOME", None)
     timeout = kustomize_timeout()
-    try:
-        proc = subprocess.run(
-            cmd,
-            cwd=root,
-            capture_output=True,
-            env=env,
-            timeout=timeout,
-            check=False,
-            stdin=subprocess.DEVNULL,
-        )
-    except subprocess.TimeoutExpired:
-        raise SourceError(
-            f"kustomize build {display} timed out after {timeout:g}s",
-            hint=f"run: {tool} {display} (or raise {TIMEOUT_ENV})",
-        ) from None
+    proc = process.run_tool(
+        cmd,
+        cwd=root,
+        env=env,
+        timeout=timeout,
+        what=f"kustomize build {display}",
+        hint=f"run: {tool} {display} (or raise {TIMEOUT_ENV})",
+    )
     if proc.returncode != 0:
         detail = _error_detail(proc.stderr, root)
         raise SourceError(
