@@ -26,6 +26,8 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from kubectl_gitdrift import model
+
 __all__ = ["apply_defaults", "has_defaults", "image_pull_policy"]
 
 _Defaulter = Callable[[dict[str, Any]], None]
@@ -43,7 +45,7 @@ def apply_defaults(group: str, version: str, kind: str, body: Mapping[str, Any])
     back as an unchanged copy.
     """
     obj: dict[str, Any] = {
-        k: (_copy_metadata(v) if k == "metadata" else _copy(v)) for k, v in body.items()
+        k: (_copy_metadata(v) if k == "metadata" else model.copy_json(v)) for k, v in body.items()
     }
     defaulter = _DEFAULTERS.get((group, version, kind))
     if defaulter is not None:
@@ -51,28 +53,12 @@ def apply_defaults(group: str, version: str, kind: str, body: Mapping[str, Any])
     return obj
 
 
-_ATOMS = frozenset({str, int, float, bool, type(None)})
-
-
-def _copy(value: Any) -> Any:
-    """A deep copy of JSON-like data (plain dicts and lists rebuilt; much cheaper than
-    `copy.deepcopy`); other containers go to `copy.deepcopy`."""
-    cls = type(value)
-    if cls is dict:
-        return {k: (v if type(v) in _ATOMS else _copy(v)) for k, v in value.items()}
-    if cls is list:
-        return [v if type(v) in _ATOMS else _copy(v) for v in value]
-    if cls in _ATOMS:
-        return value
-    return copy.deepcopy(value)
-
-
 def _copy_metadata(metadata: Any) -> Any:
     """`_copy`, except that `managedFields` (often most of an object, and never defaulted nor
     written here) is shared with the input rather than copied."""
     if type(metadata) is not dict:
-        return _copy(metadata)
-    return {k: (v if k == "managedFields" else _copy(v)) for k, v in metadata.items()}
+        return model.copy_json(metadata)
+    return {k: (v if k == "managedFields" else model.copy_json(v)) for k, v in metadata.items()}
 
 
 def has_defaults(group: str, version: str, kind: str) -> bool:

@@ -8,7 +8,6 @@ ignoreDifferences (JSON pointers, jq paths, trusted managers). Each returns a ne
 from __future__ import annotations
 
 import base64
-import copy
 import fnmatch
 import json
 import re
@@ -73,19 +72,8 @@ _POINTER_INTS = frozenset(
 
 
 def deepcopy(body: Any) -> Any:
-    """A deep copy of JSON-like data: plain dicts and lists are rebuilt by a light recursive
-    copier (several times faster than `copy.deepcopy`); anything else goes to `copy.deepcopy`."""
-    cls = type(body)
-    if cls is dict:
-        return {k: (v if type(v) in _ATOMS else deepcopy(v)) for k, v in body.items()}
-    if cls is list:
-        return [v if type(v) in _ATOMS else deepcopy(v) for v in body]
-    if cls in _ATOMS:
-        return body
-    return copy.deepcopy(body)
-
-
-_ATOMS = frozenset({str, int, float, bool, type(None)})
+    """A deep copy of JSON-like data (model.copy_json)."""
+    return model.copy_json(body)
 
 
 # --------------------------------------------------------------------------- remarshal
