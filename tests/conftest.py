@@ -8,6 +8,7 @@ import sys
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
@@ -79,7 +80,8 @@ def pm() -> plugins.PluginManager:
     return plugins.make_plugin_manager(entry_points=False)
 
 
-def _load_make_repo():  # type: ignore[no-untyped-def]
+def load_make_repo() -> ModuleType:
+    """testdata/make_repo.py as a module (it is a script, not part of the package)."""
     spec = importlib.util.spec_from_file_location("make_repo", TESTDATA / "make_repo.py")
     assert spec is not None
     assert spec.loader is not None
@@ -95,7 +97,7 @@ _REPOS: dict[Path, Path] = {}
 @pytest.fixture(scope="session")
 def build_repo(tmp_path_factory: pytest.TempPathFactory) -> Callable[[Path], Path]:
     """Turn a repo-src folder (make_repo layout) into a real git repo, once per session."""
-    make_repo = _load_make_repo()
+    make_repo = load_make_repo()
 
     def build(src: Path) -> Path:
         src = src.resolve()

@@ -2,33 +2,21 @@
 
 from __future__ import annotations
 
-import importlib.util
 import shutil
 import subprocess
-import sys
 from pathlib import Path
-from types import ModuleType
 
 import pytest
 import yaml
 
-TESTDATA = Path(__file__).resolve().parent.parent / "testdata"
+from tests.conftest import TESTDATA, load_make_repo
+
 INCIDENT = TESTDATA / "incident"
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="needs git on PATH")
 
 
-def _load_make_repo() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("make_repo", TESTDATA / "make_repo.py")
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault("make_repo", module)
-    spec.loader.exec_module(module)
-    return module
-
-
-make_repo = _load_make_repo()
+make_repo = load_make_repo()
 
 
 def _git(repo: Path, *args: str) -> str:

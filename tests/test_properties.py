@@ -3,11 +3,8 @@
 from __future__ import annotations
 
 import copy
-import importlib.util
 import shutil
-import sys
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
@@ -18,8 +15,8 @@ from hypothesis import strategies as st
 from kubectl_gitdrift import defaults, diff, model, normalize
 from kubectl_gitdrift.openapi import load_builtin_definitions
 from kubectl_gitdrift.schema import Schema
+from tests.conftest import TESTDATA, load_make_repo
 
-TESTDATA = Path(__file__).resolve().parent.parent / "testdata"
 SCENARIOS = sorted(p for p in (TESTDATA / "scenarios").iterdir() if (p / "repo-src").is_dir())
 SCHEMA = Schema(load_builtin_definitions("1.33"))
 CTX = diff.CompareContext(model.Settings(), SCHEMA, defaults.apply_defaults)
@@ -196,21 +193,11 @@ def test_recorded_objects_never_drift_from_themselves(scenario: Path) -> None:
         assert normalize.remarshal(once, node) == once
 
 
-def _load_make_repo() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("make_repo", TESTDATA / "make_repo.py")
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault("make_repo", module)
-    spec.loader.exec_module(module)
-    return module
-
-
 @pytest.mark.skipif(shutil.which("git") is None, reason="needs git on PATH")
 @pytest.mark.parametrize("scenario", SCENARIOS, ids=lambda p: p.name)
 def test_scenario_snapshot_pins_the_built_sha(scenario: Path, tmp_path: Path) -> None:
     """The Application in the snapshot must name the commit repo-src really builds."""
-    shas = _load_make_repo().build_repo(scenario / "repo-src", tmp_path / "repo")
+    shas = load_make_repo().build_repo(scenario / "repo-src", tmp_path / "repo")
     snapshot = yaml.safe_load((scenario / "snapshot.yaml").read_text(encoding="utf-8"))
     (app,) = [item for item in snapshot["items"] if item["kind"] == "Application"]
     sync = app["status"]["sync"]

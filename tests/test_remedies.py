@@ -22,10 +22,10 @@ REFERENCE = Path(__file__).resolve().parents[2] / "shared" / "reference" / "apis
 @pytest.fixture
 def fresh_repo(tmp_path: Path) -> Path:
     """A private copy of the incident repo (this test changes it)."""
-    from tests.conftest import _load_make_repo
+    from tests.conftest import load_make_repo
 
     dest = tmp_path / "repo"
-    _load_make_repo().build_repo(INCIDENT / "repo-src", dest)
+    load_make_repo().build_repo(INCIDENT / "repo-src", dest)
     return dest
 
 
@@ -208,10 +208,10 @@ def _shared_repo() -> Path:
     if not _REPO:
         import tempfile
 
-        from tests.conftest import _load_make_repo
+        from tests.conftest import load_make_repo
 
         dest = Path(tempfile.mkdtemp(prefix="gitdrift-remedies-")) / "repo"
-        _load_make_repo().build_repo(INCIDENT / "repo-src", dest)
+        load_make_repo().build_repo(INCIDENT / "repo-src", dest)
         _REPO.append(dest)
     return _REPO[0]
 
