@@ -33,9 +33,16 @@ class Context:
     events: Sequence[model.Body] = ()
     plurals: Mapping[tuple[str, str], str] = field(default_factory=dict)
     notes: Sequence[str] = ()  # the report's notes so far ("not checked: ..." and others)
+    kinds: Mapping[tuple[str, str], Sequence[model.Manifest]] | None = None  # live by group/kind
 
     def clue(self, key: model.ObjectKey, path: model.FieldPath) -> attribution.Clue | None:
         return self.clues.get((key, path))
+
+    def of_kind(self, group: str, kind: str) -> Sequence[model.Manifest]:
+        """The live objects of one group/kind (indexed once per run when the engine can)."""
+        if self.kinds is not None:
+            return self.kinds.get((group, kind), ())
+        return [m for m in self.live if (m.key.group, m.key.kind) == (group, kind)]
 
 
 def diagnose(

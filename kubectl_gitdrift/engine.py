@@ -46,7 +46,8 @@ class Inputs:
 @dataclass(frozen=True)
 class LiveIndex:
     """The per-snapshot work every app of a run would otherwise repeat over all live objects:
-    objects by key, the tracking roots by app instance, CRD plurals, Events, managedFields."""
+    objects by key, the tracking roots by app instance, the tracking-ids by the app they name,
+    AppProjects, CRD plurals, Events, managedFields, and the RBAC evaluator."""
 
     live: Sequence[model.Manifest]
     settings: model.Settings
@@ -55,11 +56,17 @@ class LiveIndex:
     plurals: Mapping[tuple[str, str], str]
     events: tuple[model.Body, ...]
     managed_known: bool
+    claims: Mapping[str, Sequence[tuple[model.Manifest, str]]]
+    kinds: Mapping[tuple[str, str], Sequence[model.Manifest]]
+    projects: Mapping[tuple[str, str], model.Body]
+    evaluator: rbac.Evaluator
 
     @classmethod
     def of(cls, live: Sequence[model.Manifest], settings: model.Settings) -> LiveIndex:
         roots: dict[str | None, list[model.Manifest]] = {}
+        kinds: dict[tuple[str, str], list[model.Manifest]] = {}
         for manifest in live:
+            kinds.setdefault((manifest.key.group, manifest.key.kind), []).append(manifest)
             if (manifest.body.get("metadata") or {}).get("ownerReferences"):
                 continue
             roots.setdefault(tracking.app_of(manifest.body, settings), []).append(manifest)
@@ -71,6 +78,13 @@ class LiveIndex:
             plurals=rbac.plurals_from(m.body for m in live),
             events=tuple(m.body for m in live if _is_event(m.key)),
             managed_known=any(fields.has_managed_fields(m.body) for m in live),
+            claims=tracking.claims(live),
+            kinds=kinds,
+            projects={
+                (m.key.namespace, m.key.name): m.body
+                for m in kinds.get(("argoproj.io", "AppProject"), ())
+            },
+            evaluator=rbac.Evaluator(m.body for m in live),
         )
 
     def serves(self, live: Sequence[model.Manifest], settings: model.Settings) -> bool:
@@ -186,7 +200,7 @@ def run(inputs: Inputs, pm: pluggy.PluginManager, opts: Options) -> model.AppRep
     )
     if inputs.audit_log is not None:
         notes.extend(inputs.audit_log.notes())
-    access, access_source = _access(drifts, inputs.live, opts, plurals)
+    access, access_source = _access(drifts, index.evaluator, opts, plurals)
     if not access and access_source:
         if sync_status(drifts) is not model.SyncStatus.SYNCED:
             notes.append(access_source)
@@ -202,12 +216,13 @@ def run(inputs: Inputs, pm: pluggy.PluginManager, opts: Options) -> model.AppRep
         access=access,
         access_source=access_source,
         controller=opts.controller,
-        tracking=tracking.audit(drifts, inputs.live, app, settings),
-        project=inputs.project or _project(app, settings, inputs.live),
+        tracking=tracking.audit(drifts, inputs.live, app, settings, index.claims),
+        project=inputs.project or _project(app, settings, index.projects),
         now=inputs.now or app.reconciled_at,
         events=events,
         plurals=plurals,
         notes=tuple(notes),
+        kinds=index.kinds,
     )
     findings = diagnosis.diagnose(rule_ctx, opts.rules, opts.disabled_rules)
     fixes = remedies.recommend(
@@ -271,21 +286,21 @@ def _is_event(key: model.ObjectKey) -> bool:
 
 
 def _project(
-    app: model.Application, settings: model.Settings, live: Sequence[model.Manifest]
+    app: model.Application,
+    settings: model.Settings,
+    projects: Mapping[tuple[str, str], model.Body],
 ) -> model.Body | None:
-    for manifest in live:
-        if (
-            (manifest.key.group, manifest.key.kind) == ("argoproj.io", "AppProject")
-            and manifest.key.name == app.project
-            and manifest.key.namespace in (settings.controller_namespace, app.namespace)
-        ):
-            return manifest.body
+    """AppProjects live in Argo CD's own namespace; an app in another namespace may find its
+    project beside it."""
+    for namespace in (settings.controller_namespace, app.namespace):
+        if (namespace, app.project) in projects:
+            return projects[(namespace, app.project)]
     return None
 
 
 def _access(
     drifts: Sequence[model.Drift],
-    live: Sequence[model.Manifest],
+    evaluator: rbac.Evaluator,
     opts: Options,
     plurals: Mapping[tuple[str, str], str],
 ) -> tuple[list[rbac.Answer], str]:
@@ -296,7 +311,7 @@ def _access(
         return [], ""
     if opts.authorize is not None:
         return rbac.ask(questions, opts.authorize), "SubjectAccessReview"
-    answers, evaluator = rbac.offline((m.body for m in live), questions, opts.controller)
+    answers, evaluator = rbac.offline(evaluator, questions, opts.controller)
     if not evaluator.usable:
         return [], (
             "the snapshot has no ClusterRoles and bindings, so whether the Argo CD controller "

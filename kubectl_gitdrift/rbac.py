@@ -175,7 +175,11 @@ class Evaluator:
                 self.bindings.append(obj)
         self.cluster_bindings.sort(key=_by_name)
         self.bindings.sort(key=_by_name)
+        self._in_namespace: dict[str, list[model.Body]] = {}
+        for binding in self.bindings:
+            self._in_namespace.setdefault(_meta(binding, "namespace"), []).append(binding)
         self._rules: dict[str, list[Mapping[str, Any]]] = {}
+        self._answers: dict[tuple[Subject, Question], Answer] = {}
 
     @property
     def usable(self) -> bool:
@@ -216,6 +220,13 @@ class Evaluator:
         return rules
 
     def authorize(self, who: Subject, question: Question) -> Answer:
+        """Remembered per (subject, question): one evaluator serves every app of a run."""
+        answer = self._answers.get((who, question))
+        if answer is None:
+            answer = self._answers[(who, question)] = self._authorize(who, question)
+        return answer
+
+    def _authorize(self, who: Subject, question: Question) -> Answer:
         if MASTERS in who.groups:
             return Answer(question, True)
         for binding in self.cluster_bindings:
@@ -223,9 +234,7 @@ class Evaluator:
             if reason:
                 return Answer(question, True, reason)
         if question.namespace:
-            for binding in self.bindings:
-                if _meta(binding, "namespace") != question.namespace:
-                    continue
+            for binding in self._in_namespace.get(question.namespace, ()):
                 reason = self._visit(binding, question.namespace, who, question)
                 if reason:
                     return Answer(question, True, reason)
@@ -322,10 +331,13 @@ def ask(questions_: Iterable[Question], authorize: Authorizer) -> list[Answer]:
 
 
 def offline(
-    objects: Iterable[model.Body], questions_: Sequence[Question], user: str = CONTROLLER
+    objects: Iterable[model.Body] | Evaluator,
+    questions_: Sequence[Question],
+    user: str = CONTROLLER,
 ) -> tuple[list[Answer], Evaluator]:
-    """Answer `questions_` from RBAC objects; the evaluator tells whether that is conclusive."""
-    evaluator = Evaluator(objects)
+    """Answer `questions_` from RBAC objects (or an evaluator already built over them); the
+    evaluator tells whether that is conclusive."""
+    evaluator = objects if isinstance(objects, Evaluator) else Evaluator(objects)
     return ask(questions_, evaluator.authorizer(subject(user))), evaluator
 
 

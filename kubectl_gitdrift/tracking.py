@@ -262,11 +262,27 @@ class TrackingIssue:
         return out
 
 
+def claims(live: Iterable[model.Manifest]) -> dict[str, list[tuple[model.Manifest, str]]]:
+    """Every unowned live object whose tracking-id annotation parses, with the raw value, by the
+    app instance it names: what `audit` scans for copies, indexed once for all apps of a run."""
+    out: dict[str, list[tuple[model.Manifest, str]]] = {}
+    for manifest in live:
+        metadata = manifest.body.get("metadata") or {}
+        if metadata.get("ownerReferences"):
+            continue
+        raw = (metadata.get("annotations") or {}).get(TRACKING_ID)
+        parsed = parse(raw) if isinstance(raw, str) else None
+        if parsed is not None:
+            out.setdefault(parsed.app, []).append((manifest, str(raw)))
+    return out
+
+
 def audit(
     drifts: Iterable[model.Drift],
     live: Iterable[model.Manifest],
     app: model.Application,
     settings: model.Settings,
+    claimed: Mapping[str, Sequence[tuple[model.Manifest, str]]] | None = None,
 ) -> list[TrackingIssue]:
     """Check the tracking of every live object git renders (present, well-formed, describing
     this object, naming this app), and of every unowned live object that names this app but
@@ -311,14 +327,10 @@ def audit(
         elif not self_referenced(drift.live, key, settings):
             out.append(TrackingIssue(COPIED, key, method.value, str(raw), expected_id))
     if method is not model.TrackingMethod.LABEL:
-        for manifest in live:
-            if manifest.key in paired or (manifest.body.get("metadata") or {}).get(
-                "ownerReferences"
-            ):
-                continue
-            raw = _annotations(manifest.body).get(TRACKING_ID)
-            parsed = parse(raw) if isinstance(raw, str) else None
-            if parsed is None or parsed.app != instance:
+        if claimed is None:
+            claimed = claims(live)
+        for manifest, raw in claimed.get(instance, ()):
+            if manifest.key in paired:
                 continue
             if not self_referenced(manifest.body, manifest.key, settings):
                 expected_id = tracking_id(instance, manifest.key, app.dest_namespace)

@@ -310,8 +310,13 @@ def _manual_message(
 # --------------------------------------------------------------------------- field fight
 
 
-def _hpa_for(live: Sequence[model.Manifest], key: model.ObjectKey) -> model.Manifest | None:
-    for manifest in live:
+def _hpa_for(ctx: RuleContext, key: model.ObjectKey) -> model.Manifest | None:
+    of_kind = getattr(ctx, "of_kind", None)
+    if of_kind is not None:
+        hpas: Sequence[model.Manifest] = of_kind("autoscaling", "HorizontalPodAutoscaler")
+    else:
+        hpas = [m for m in ctx.live if m.key.kind == "HorizontalPodAutoscaler"]
+    for manifest in hpas:
         if (manifest.key.group, manifest.key.kind) != ("autoscaling", "HorizontalPodAutoscaler"):
             continue
         if manifest.key.namespace != key.namespace:
@@ -327,7 +332,7 @@ def _hpa_for(live: Sequence[model.Manifest], key: model.ObjectKey) -> model.Mani
 def field_fight(ctx: RuleContext) -> Iterator[Finding]:
     extra = _extra(ctx)
     for drift in _drifted(ctx):
-        hpa = _hpa_for(ctx.live, drift.key)
+        hpa = _hpa_for(ctx, drift.key)
         for change in drift.changes:
             clue = _clue(ctx, drift.key, change.path)
             kind = _kind_of(change, clue)
