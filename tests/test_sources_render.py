@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from kubectl_gitdrift.errors import SourceError
 from kubectl_gitdrift.model import Application, AppSource, Manifest, ObjectKey, SyncPolicy
@@ -481,3 +482,74 @@ def test_kustomize_timeout_from_environment(monkeypatch: pytest.MonkeyPatch) -> 
     monkeypatch.setenv(kustomize.TIMEOUT_ENV, "soon")
     with pytest.raises(SourceError, match="KUBECTL_GITDRIFT_KUSTOMIZE_TIMEOUT"):
         kustomize.kustomize_timeout()
+
+
+def _write(root: Path, files: Mapping[str, str]) -> None:
+    for rel, text in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text, encoding="utf-8")
+
+
+def _kustomized_tree(root: Path) -> None:
+    _write(
+        root,
+        {
+            "apps/a/base/kustomization.yaml": "resources: [deployment.yaml]\n",
+            "apps/a/base/deployment.yaml": DEPLOYMENT.replace("IMAGE", "1.0"),
+            "apps/a/prod/kustomization.yaml": "resources: [../base]\npatches: [{path: p.yaml}]\n",
+            "apps/a/prod/p.yaml": "apiVersion: apps/v1\nkind: Deployment\n"
+            "metadata: {name: guestbook}\nspec: {replicas: 4}\n",
+            "apps/a/extra/kustomization.yaml": "kind: Component\n"
+            "apiVersion: kustomize.config.k8s.io/v1alpha1\ncommonAnnotations: {c: x}\n",
+            "apps/b/base/kustomization.yaml": "resources: [service.yaml]\n",
+            "apps/b/base/service.yaml": SERVICE,
+        },
+    )
+
+
+def test_copy_tree_takes_only_the_kustomization_closure(tmp_path: Path) -> None:
+    """A kustomization edited for the Application's options is built on a copy of just the
+    directories it reaches (all of them, with their files), not of the whole repository."""
+    tree = tmp_path / "tree"
+    _kustomized_tree(tree)
+    closure = kustomize._Closure.walk(tree, "apps/a/prod", "apps/a/extra")
+    assert sorted(closure.dirs) == ["apps/a/base", "apps/a/extra", "apps/a/prod"]
+    kustomize._copy_tree(tree, tmp_path / "copy", closure.dirs)
+    copied = sorted(str(p.relative_to(tmp_path / "copy")) for p in (tmp_path / "copy").rglob("*"))
+    assert "apps/b" not in copied
+    assert {"apps/a/prod/p.yaml", "apps/a/base/deployment.yaml"} <= set(copied)
+    assert "apps/a/extra/kustomization.yaml" in copied
+
+    (tree / "apps/a/prod/link.yaml").symlink_to("../../b/base/service.yaml")
+    kustomize._copy_tree(tree, tmp_path / "full", closure.dirs)  # a symlink: everything
+    assert (tmp_path / "full/apps/b/base/service.yaml").is_file()
+    kustomize._copy_tree(tree, tmp_path / "none", None)
+    assert (tmp_path / "none/apps/b/base/service.yaml").is_file()
+
+
+def test_edited_build_on_the_closure_copy_renders_like_kustomize(tmp_path: Path) -> None:
+    """Options that edit the kustomization (images, a component the Application adds) build on
+    the partial copy exactly as kustomize builds the edited file in place."""
+    tree = tmp_path / "tree"
+    _kustomized_tree(tree)
+    options = {"images": ["nginx:2.0"], "components": ["../extra"]}
+    built = kustomize.build(tree, "apps/a/prod", options, workdir=tmp_path / "w")
+    (deployment,) = [m.body for m in built]
+    assert deployment["spec"]["replicas"] == 4
+    assert deployment["spec"]["template"]["spec"]["containers"][0]["image"] == "nginx:2.0"
+    assert deployment["metadata"]["annotations"] == {"c": "x"}
+
+    expected_tree = tmp_path / "expected"
+    _kustomized_tree(expected_tree)
+    (expected_tree / "apps/a/prod/kustomization.yaml").write_text(
+        "resources: [../base]\npatches: [{path: p.yaml}]\ncomponents: [../extra]\n"
+        "images: [{name: nginx, newTag: '2.0'}]\n",
+        encoding="utf-8",
+    )
+    proc = subprocess.run(
+        ["kubectl", "kustomize", str(expected_tree / "apps/a/prod")],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert deployment == yaml.safe_load(proc.stdout)

@@ -108,7 +108,15 @@ def build(
         if annotate or edited != kustomization:
             workdir.mkdir(parents=True, exist_ok=True)
             copy = Path(tempfile.mkdtemp(prefix="kustomize-", dir=workdir))
-            _copy_tree(tree, copy / "tree")
+            start = _rel(kdir, tree) if kdir != tree else "."
+            added = [
+                posixpath.normpath(posixpath.join(start, entry))
+                for field in ("resources", "components")
+                for entry in _str_list(edited.get(field))
+                if entry not in _str_list(kustomization.get(field))
+            ]
+            reach = _Closure.walk(tree, start, *added) if added else closure
+            _copy_tree(tree, copy / "tree", None if _unrestricted(build_options) else reach.dirs)
             root = copy / "tree"
             kdir = root / app_path if display != "." else root
             kfile = root / rel_kfile
@@ -189,15 +197,17 @@ class _Closure:
     def __init__(self, root: Path) -> None:
         self.root = root
         self.files: list[str] = []  # resource files, tree-relative
+        self.dirs: list[str] = []  # kustomization directories reached, tree-relative
         self.generated: list[tuple[str, str, str]] = []  # (kind, name, kustomization file)
         self.objects = 0
         self.remote = False
         self._index: dict[str, dict[str, set[str]]] | None = None
 
     @classmethod
-    def walk(cls, root: Path, start: str) -> _Closure:
+    def walk(cls, root: Path, start: str, *also: str) -> _Closure:
+        """From the kustomization in `start` (and the directories in `also`, tree-relative)."""
         out = cls(root)
-        todo, seen = [start], set()
+        todo, seen = [start, *also], set()
         while todo:
             directory = posixpath.normpath(todo.pop())
             if directory in seen:
@@ -206,6 +216,7 @@ class _Closure:
             kfile = find_kustomization(root / directory)
             if kfile is None:
                 continue
+            out.dirs.append(directory)
             rel = _rel(kfile, root)
             try:
                 docs = yamlio.load_documents(kfile.read_bytes(), rel)
@@ -485,8 +496,13 @@ def _rel(path: Path, root: Path) -> str:
     return path.relative_to(root).as_posix()
 
 
-def _copy_tree(src: Path, dest: Path) -> None:
-    """Copy `src` to `dest` (hard links where possible; files we edit are replaced, not written)."""
+def _copy_tree(src: Path, dest: Path, dirs: Sequence[str] | None = None) -> None:
+    """Copy `src` to `dest` (hard links where possible; files we edit are replaced, not written).
+
+    With `dirs` (tree-relative kustomization directories) only their subtrees are copied: under
+    kustomize's default LoadRestrictionsRootOnly every file a kustomization reads lies below its
+    own directory. A symlink in them may point anywhere in the tree: then the whole tree is
+    copied (copying it all for every app made a cold `--all` spend minutes in the filesystem)."""
 
     def link_or_copy(source: str, target: str) -> object:
         try:
@@ -495,9 +511,45 @@ def _copy_tree(src: Path, dest: Path) -> None:
             shutil.copy2(source, target)
         return target
 
-    shutil.copytree(
-        src, dest, symlinks=True, copy_function=link_or_copy, ignore=shutil.ignore_patterns(".git")
-    )
+    def copy(source: Path, target: Path) -> None:
+        shutil.copytree(
+            source,
+            target,
+            symlinks=True,
+            copy_function=link_or_copy,
+            ignore=shutil.ignore_patterns(".git"),
+        )
+
+    tops = sorted({posixpath.normpath(d) for d in dirs or ()})
+    tops = [d for d in tops if not any(_below(d, other) for other in tops if other != d)]
+    if dirs is None or "." in tops or any(_has_symlink(src / d) for d in tops):
+        copy(src, dest)
+        return
+    dest.mkdir(parents=True, exist_ok=True)
+    for rel in tops:
+        copy(src / rel, dest / rel)
+
+
+def _below(path: str, parent: str) -> bool:
+    return parent == "." or path.startswith(parent + "/")
+
+
+def _has_symlink(directory: Path) -> bool:
+    todo = [directory]
+    while todo:
+        with os.scandir(todo.pop()) as entries:
+            for entry in entries:
+                if entry.is_symlink():
+                    return True
+                if entry.is_dir(follow_symlinks=False):
+                    todo.append(Path(entry.path))
+    return False
+
+
+def _unrestricted(build_options: Sequence[str]) -> bool:
+    """`--load-restrictor LoadRestrictionsNone`: a kustomization may read any file."""
+    flags = " ".join(build_options).replace("=", " ")
+    return "LoadRestrictionsNone" in flags
 
 
 def _check_inside(root: Path, kdir: Path) -> None:

@@ -52,14 +52,25 @@ class Rendered:
 
 
 class Exports:
-    """What the renders of one run share: revisions resolved once per (repo, revision), and one
-    exported tree per commit (not one per Application). Safe to use from several threads."""
+    """What the renders of one run share: the work tree's top and revisions resolved once per
+    (repo, revision), and one exported tree per commit (not one per Application). Safe to use
+    from several threads."""
 
     def __init__(self, root: Path) -> None:
         self.root = root
         self._lock = threading.Lock()
+        self._tops: dict[tuple[Path, bool], Path] = {}
         self._revisions: dict[tuple[str, str, bool], str] = {}
         self._trees: dict[str, threading.Lock] = {}
+
+    def top(self, repo_root: Path, local: bool) -> Path:
+        with self._lock:
+            found = self._tops.get((repo_root, local))
+        if found is None:
+            found = _top(repo_root, local)
+            with self._lock:
+                self._tops[(repo_root, local)] = found
+        return found
 
     def resolve(self, top: Path, rev: str, prefer_remote: bool) -> str:
         key = (str(top), rev, prefer_remote)
@@ -99,9 +110,8 @@ def render(
     todo = [(i, s) for i, s in enumerate(app.sources) if not (s.ref and not s.path and not s.chart)]
     if not todo:
         raise SourceError(f"application {app.qualified_name} has no source with a path to render")
-    top = _top(repo_root, local)
+    top = exports.top(repo_root, local) if exports is not None else _top(repo_root, local)
     _check_repo_urls([s for _, s in todo], top, repo_root, local)
-    workdir.mkdir(parents=True, exist_ok=True)
 
     def ref_tree(index: int, source: AppSource) -> Path:
         # a `ref` source's tree, for `$<ref>/…` Helm value files; exported only when used
