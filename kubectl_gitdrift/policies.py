@@ -243,9 +243,7 @@ def ignore_differences(
         entry["jsonPointers"] = list(pointers)
     if managers:
         entry["managedFieldsManagers"] = list(managers)
-    snippet = yaml.safe_dump(
-        {"spec": {"ignoreDifferences": [entry]}}, sort_keys=False, default_flow_style=False
-    )
+    snippet = _dump({"spec": {"ignoreDifferences": [entry]}})
     if app.ignore_rules:
         ops: list[dict[str, Any]] = [
             {"op": "add", "path": "/spec/ignoreDifferences/-", "value": entry}
@@ -255,8 +253,8 @@ def ignore_differences(
     if not app.sync_policy.has_option("RespectIgnoreDifferences=true"):
         opts = [*app.sync_policy.sync_options, "RespectIgnoreDifferences=true"]
         ops.append({"op": "add", "path": "/spec/syncPolicy/syncOptions", "value": opts})
-        snippet += "# and keep the ignored live value when syncing:\n" + yaml.safe_dump(
-            {"spec": {"syncPolicy": {"syncOptions": opts}}}, sort_keys=False
+        snippet += "# and keep the ignored live value when syncing:\n" + _dump(
+            {"spec": {"syncPolicy": {"syncOptions": opts}}}
         )
     body = json.dumps(ops, separators=(",", ":"))
     command = (
@@ -355,7 +353,7 @@ def validating_admission_policy(
             },
         },
     }
-    return yaml.safe_dump_all([policy, binding], sort_keys=False, default_flow_style=False)
+    return _dump_all([policy, binding])
 
 
 def kyverno_policy(
@@ -428,7 +426,7 @@ def kyverno_policy(
             ],
         },
     }
-    return yaml.safe_dump(policy, sort_keys=False, default_flow_style=False)
+    return _dump(policy)
 
 
 def prometheus_rule(app: model.Application, *, wait: str = "15m") -> str:
@@ -461,7 +459,7 @@ def prometheus_rule(app: model.Application, *, wait: str = "15m") -> str:
             ]
         },
     }
-    return yaml.safe_dump(rule, sort_keys=False, default_flow_style=False)
+    return _dump(rule)
 
 
 def controller_role(
@@ -505,10 +503,22 @@ def controller_role(
                 "subjects": [{"kind": "ServiceAccount", "name": sa_name, "namespace": sa_ns}],
             }
         )
-    return yaml.safe_dump_all(docs, sort_keys=False, default_flow_style=False)
+    return _dump_all(docs)
 
 
 def can_i(q: rbac.Question, controller: str = rbac.CONTROLLER) -> str:
     res = q.resource + (f".{q.group}" if q.group else "")
     ns = f" -n {q.namespace}" if q.namespace else ""
     return f"kubectl auth can-i {q.verb} {res}{ns} --as {controller}"
+
+
+_Dumper: Any = getattr(yaml, "CSafeDumper", yaml.SafeDumper)  # libyaml's emitter when built
+
+
+def _dump(doc: Any) -> str:
+    """Block-style YAML in the given key order (snippets users paste)."""
+    return str(yaml.dump(doc, Dumper=_Dumper, sort_keys=False, default_flow_style=False))
+
+
+def _dump_all(docs: Sequence[Any]) -> str:
+    return str(yaml.dump_all(docs, Dumper=_Dumper, sort_keys=False, default_flow_style=False))

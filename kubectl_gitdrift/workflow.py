@@ -268,9 +268,14 @@ def with_source_callbacks(
             return None
         return path.read_text(encoding="utf-8")
 
+    resolved: list[tuple[Path, str]] = []  # (top, sha), resolved on the first call
+
     def history(rel: str) -> attribution.CommitRef | None:
         try:
-            found = source_git.last_commit_touching(repo_root, at, rel)
+            if not resolved:
+                top = source_git.toplevel(repo_root)
+                resolved.append((top, source_git.resolve_revision(top, at)))
+            found = source_git.commit_touching(*resolved[0], rel)
         except GitDriftError:
             return None
         if found is None:

@@ -176,7 +176,11 @@ def export_tree(repo_root: Path, rev: str, dest: Path) -> str:
 def last_commit_touching(repo_root: Path, rev: str, path: str) -> CommitInfo | None:
     """The newest commit reachable from `rev` that changed `path` (a repo-relative file or dir)."""
     top = toplevel(repo_root)
-    sha = resolve_revision(top, rev)
+    return commit_touching(top, resolve_revision(top, rev), path)
+
+
+def commit_touching(top: Path, sha: str, path: str) -> CommitInfo | None:
+    """`last_commit_touching` once the work tree's top and the commit are known (one git call)."""
     proc = run_git(
         top,
         "log",
