@@ -214,10 +214,38 @@ def diff_bodies(
 ) -> list[model.Change]:
     if predicted == live:  # most pairs: equal as plain data, so equal as comparable forms
         return []
-    return changes(
-        comparable(predicted, node, strategic=strategic),
-        comparable(live, node, strategic=strategic),
-    )
+    out = _changes_below((), predicted, live, node, strategic)
+    out.sort(key=lambda c: model.display_path(c.path))
+    return out
+
+
+def _changes_below(
+    path: model.FieldPath, predicted: Any, live: Any, node: Node | None, strategic: bool
+) -> list[model.Change]:
+    """`changes` of the comparable forms, built only for the subtrees that differ: maps are
+    walked key by key (equal values skipped), anything else is compared where it stands."""
+    if type(predicted) is not dict or type(live) is not dict:
+        found = changes(
+            comparable(predicted, node, strategic=strategic),
+            comparable(live, node, strategic=strategic),
+        )
+        return [replace(c, path=(*path, *c.path)) for c in found] if path else found
+    out: list[model.Change] = []
+    for key, value in live.items():
+        if key not in predicted:
+            out.append(model.Change(model.Op.REMOVE, (*path, key), None, _copy_plain(value)))
+    for key, value in predicted.items():
+        if key not in live:
+            out.append(model.Change(model.Op.ADD, (*path, key), _copy_plain(value), None))
+        elif value != live[key]:
+            child = node.field(key) if node is not None else None
+            out.extend(_changes_below((*path, key), value, live[key], child, strategic))
+    return out
+
+
+def _copy_plain(value: Any) -> Any:
+    """What `plain(comparable(value))` gives for an added or removed field: a copy of it."""
+    return plain(_freeze(value))
 
 
 def covered(path: model.FieldPath, prefixes: Sequence[model.FieldPath]) -> bool:
@@ -372,9 +400,13 @@ def _prepare(
     node = type_of(ctx.schema, key, version)
     desired = _normalize_side(desired_body, key, node, ctx)
     live = _normalize_side(live_body, key, node, ctx)
-    normalize.normalize_tracking(desired, live, ctx.settings)
     raw_orig = normalize.last_applied(live_body)
-    orig = None if raw_orig is None else _normalize_side(raw_orig, key, node, ctx)
+    orig: dict[str, Any] | None = None
+    if raw_orig == desired_body:  # git has not changed since the last apply: the usual case
+        orig = model.copy_json(desired)
+    elif raw_orig is not None:
+        orig = _normalize_side(raw_orig, key, node, ctx)
+    normalize.normalize_tracking(desired, live, ctx.settings)
     if ctx.normalizer is not None:
         ctx.normalizer(key, desired, "desired")
         ctx.normalizer(key, live, "live")
@@ -405,11 +437,11 @@ def _evaluate(pair: _Pair, rules: Sequence[normalize.ActiveRule]) -> _Outcome:
         predicted = _restore_claims(predicted, live_for_patch, live)
     found = diff_bodies(predicted, live, node, strategic=strategic)
     defaults = _defaults_for(pair)
-    if defaults is None:
+    if defaults is None or not found:  # no difference before defaulting: none after it counts
         return _Outcome(predicted, live, desired, found)
     predicted_d = defaults(predicted)
     live_d = defaults(live)
-    found_d = diff_bodies(predicted_d, live_d, node, strategic=strategic) if found else []
+    found_d = diff_bodies(predicted_d, live_d, node, strategic=strategic)
     return _Outcome(predicted_d, live_d, desired, _caused_by(found_d, found))
 
 
@@ -549,6 +581,7 @@ class Masker:
     def __init__(self) -> None:
         self._tokens: dict[tuple[str, str], str] = {}
         self._count: dict[str, int] = {}
+        self._applied: dict[str, str] = {}  # last-applied text -> its masked text
 
     def token(self, key: str, value: Any) -> str:
         ident = (key, json.dumps(value, sort_keys=True, default=str))
@@ -593,14 +626,18 @@ class Masker:
         kubectl stores in plain text, folded into masked data), or `++++++++` if unparsable."""
         if not isinstance(raw, str):
             return MASK
-        try:
-            parsed = json.loads(raw)
-        except ValueError:
-            return MASK
-        if not isinstance(parsed, dict):
-            return MASK
-        normalize.normalize_secret(parsed)
-        return json.dumps(self.body(parsed), sort_keys=True, separators=(",", ":"))
+        if raw not in self._applied:  # the same text sits in live, predicted and normalized live
+            try:
+                parsed = json.loads(raw)
+            except ValueError:
+                parsed = None
+            if isinstance(parsed, dict):
+                normalize.normalize_secret(parsed)
+                masked = json.dumps(self.body(parsed), sort_keys=True, separators=(",", ":"))
+            else:
+                masked = MASK
+            self._applied[raw] = masked
+        return self._applied[raw]
 
 
 def mask_drift(drift: model.Drift) -> model.Drift:

@@ -355,7 +355,8 @@ class Drift:
     origin: str | None = None  # the source file that defines the object
     desired: Body | None = None  # normalized desired (None when missing from git)
     live: Body | None = None  # raw live object (None when missing live)
-    predicted: Body | None = None  # live after applying git, normalized
+    predicted: Body | None = None  # live after applying git, normalized (and, when it differs
+    # from live, API-defaulted, as normalized_live then is)
     normalized_live: Body | None = None
     reason: str = ""  # why Unknown / why no status
     counts: bool = True  # counts toward the app's sync status (IgnoreExtraneous, hooks: False)

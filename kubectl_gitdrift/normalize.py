@@ -82,12 +82,15 @@ def deepcopy(body: Any) -> Any:
 def remarshal(body: Any, node: Node | None, *, top: bool = True) -> Any:
     """What Argo CD's remarshal (a JSON round-trip through the Go type) does to built-in kinds:
     canonical quantities, integral floats as ints, null, empty and zero-valued optional fields
-    dropped (pointer fields keep `false`/`0`). Always returns a new object, never shares
-    containers with `body`.
+    dropped (pointer fields keep `false`/`0`). Always returns a new object, sharing no
+    containers with `body` but the raw JSON below.
 
     `node` None means an unknown kind (a CRD): only number spelling changes. So does an object
     Go could not decode strictly (a field the type does not have, a string in an integer field):
     Argo CD then compares it as written, and the unknown field stays drift for good.
+
+    Raw JSON the Go types keep byte for byte (managedFields' `fieldsV1`, RawExtension) is neither
+    normalized nor copied: it is shared with `body`, and read-only like `body` itself.
     """
     if node is not None and top:
         try:  # one pass: remarshal as the type, checking on the way that Go would decode it
@@ -106,8 +109,12 @@ _SCALARS = (str, int, float)
 
 def _remarshal_typed(body: Any, node: Node, *, top: bool) -> Any:
     """`_remarshal(body, node)`, raising `_Undecodable` where `decodes(body, node)` is False."""
+    if type(body) is dict and node.plain_object:
+        return _typed_object(body, node, top)
     if body is None:
         return None
+    if node.opaque:
+        return body
     if node.is_quantity or node.is_int_or_string:
         if not isinstance(body, _SCALARS) or isinstance(body, bool):
             raise _Undecodable
@@ -159,6 +166,54 @@ def _remarshal_typed(body: Any, node: Node, *, top: bool) -> Any:
     return body
 
 
+_LEAF_TYPES = {"string": str, "integer": int, "boolean": bool}
+
+
+def _typed_object(body: dict[str, Any], node: Node, top: bool) -> dict[str, Any]:
+    """`_remarshal_typed` of a dict at a plain object node: the hot loop, with the common
+    scalar leaves (a str, int or bool where the schema says so) decided inline."""
+    known = node.known_fields()
+    out: dict[str, Any] = {}
+    entries = node.is_map_of_values  # map[string]T: Go keeps every entry, "" and 0 too
+    field = node.field
+    for key, value in body.items():
+        if known is not None and key not in known:
+            raise _Undecodable
+        child = field(key)
+        if child is None:
+            if value is None and key == "creationTimestamp" and not top:
+                continue
+            out[key] = _untyped(value)
+            continue
+        cls = type(value)
+        scalar = child.scalar_type
+        if scalar is not None and cls is _LEAF_TYPES.get(scalar):
+            if entries:
+                out[key] = value
+            elif cls is str:
+                if value:
+                    out[key] = value
+            elif cls is int:
+                if value or key in _POINTER_INTS:
+                    out[key] = value
+            elif value or key in _POINTER_BOOLS:
+                out[key] = value
+            continue
+        if cls is dict and value and child.plain_object:
+            out[key] = _typed_object(value, child, False)
+            continue
+        if key == "creationTimestamp" and value is None and not top:
+            continue
+        if entries and value is not None:
+            pass
+        elif _empty_optional(key, value, child):
+            if value is not None and not decodes(value, child):
+                raise _Undecodable
+            continue
+        out[key] = _remarshal_typed(value, child, top=False)
+    return out
+
+
 def _json_type_ok(body: Any, kind: str) -> bool:
     """The JSON type check of `decodes` for a node of declared type `kind`."""
     cls = type(body)
@@ -187,6 +242,8 @@ _EXACT = frozenset({str, int, float, bool, dict, list})
 def _remarshal(body: Any, node: Node | None, *, top: bool) -> Any:
     if node is None:
         return _untyped(body)
+    if node.opaque:
+        return body
     if isinstance(body, float) and body.is_integer():
         return int(body)
     if node.is_quantity and isinstance(body, (str, int, float)) and not isinstance(body, bool):
@@ -261,7 +318,7 @@ _JSON_TYPES: dict[str, tuple[type, ...]] = {
 def decodes(body: Any, node: Node) -> bool:
     """Would Go's strict decoder (DisallowUnknownFields) accept `body` as this type? False for a
     field the type does not declare and for a value of the wrong JSON type (`replicas: "3"`)."""
-    if body is None:
+    if body is None or node.opaque:
         return True
     if node.is_quantity or node.is_int_or_string:
         return isinstance(body, (str, int, float)) and not isinstance(body, bool)

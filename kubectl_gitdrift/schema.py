@@ -21,6 +21,13 @@ __all__ = ["BUILTIN_PREFIX", "INT_OR_STRING", "QUANTITY", "Node", "Schema"]
 
 QUANTITY = "io.k8s.apimachinery.pkg.api.resource.Quantity"
 INT_OR_STRING = "io.k8s.apimachinery.pkg.util.intstr.IntOrString"
+OPAQUE = frozenset(
+    {
+        "io.k8s.apimachinery.pkg.apis.meta.v1.FieldsV1",
+        "io.k8s.apimachinery.pkg.runtime.RawExtension",
+    }
+)
+"""Definitions whose JSON Go's types hold as raw bytes (not decoded, so not normalized)."""
 _TIMES = frozenset(
     {"io.k8s.apimachinery.pkg.apis.meta.v1.Time", "io.k8s.apimachinery.pkg.apis.meta.v1.MicroTime"}
 )
@@ -59,6 +66,8 @@ class Node:
         "_strategies",
         "_type",
         "_values",
+        "opaque",
+        "plain_object",
         "scalar_type",
     )
 
@@ -98,6 +107,15 @@ class Node:
             raw.get("additionalProperties"), Mapping
         )
         self._known = self._compute_known()
+        self.opaque = bool(refs & OPAQUE)
+        """Raw JSON Go keeps byte for byte (managedFields' fieldsV1, RawExtension)."""
+        self.plain_object = (
+            self._type == "object"
+            and not self._quantity
+            and not self._int_or_string
+            and not self.opaque
+        )
+        """A JSON object decoded field by field (a struct or a map), nothing special."""
         merge_key = self._ext("x-kubernetes-patch-merge-key")
         self._merge_key: str | None = (
             merge_key if isinstance(merge_key, str) and merge_key else None

@@ -205,3 +205,23 @@ def test_scenario_snapshot_pins_the_built_sha(scenario: Path, tmp_path: Path) ->
     assert set(sync.get("revisions") or [sync["revision"]]) == {shas[-1]}
     history = app["status"]["history"]
     assert {r for h in history for r in h.get("revisions") or [h["revision"]]} <= set(shas)
+
+
+def _whole_diff(predicted: Any, live: Any, node: Any) -> list[model.Change]:
+    """The comparison as it was defined first: comparable forms of both whole objects."""
+    return diff.changes(diff.comparable(predicted, node), diff.comparable(live, node))
+
+
+@settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
+@given(objects, objects)
+def test_diff_walks_only_differing_subtrees_untyped(a: dict[str, Any], b: dict[str, Any]) -> None:
+    """diff_bodies builds comparable forms only where the maps differ; the changes are those of
+    comparing the whole objects."""
+    assert diff.diff_bodies(a, b, None, strategic=True) == _whole_diff(a, b, None)
+
+
+@settings(max_examples=200, suppress_health_check=[HealthCheck.too_slow])
+@given(deployments, deployments)
+def test_diff_walks_only_differing_subtrees_typed(a: dict[str, Any], b: dict[str, Any]) -> None:
+    """Same, through merge-keyed lists (containers by name, env by name) of a real schema."""
+    assert diff.diff_bodies(a, b, DEPLOYMENT, strategic=True) == _whole_diff(a, b, DEPLOYMENT)
