@@ -403,7 +403,8 @@ def _prepare(
     raw_orig = normalize.last_applied(live_body)
     orig: dict[str, Any] | None = None
     if raw_orig == desired_body:  # git has not changed since the last apply: the usual case
-        orig = model.copy_json(desired)
+        # the same normalized form; only a plugin normalizer (below) would edit it in place
+        orig = desired if ctx.normalizer is None else model.copy_json(desired)
     elif raw_orig is not None:
         orig = _normalize_side(raw_orig, key, node, ctx)
     normalize.normalize_tracking(desired, live, ctx.settings)

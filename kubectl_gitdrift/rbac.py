@@ -180,6 +180,7 @@ class Evaluator:
             self._in_namespace.setdefault(_meta(binding, "namespace"), []).append(binding)
         self._rules: dict[str, list[Mapping[str, Any]]] = {}
         self._answers: dict[tuple[Subject, Question], Answer] = {}
+        self._grants: dict[tuple[Subject, str], list[tuple[model.Body, Mapping[str, Any]]]] = {}
 
     @property
     def usable(self) -> bool:
@@ -229,37 +230,44 @@ class Evaluator:
     def _authorize(self, who: Subject, question: Question) -> Answer:
         if MASTERS in who.groups:
             return Answer(question, True)
-        for binding in self.cluster_bindings:
-            reason = self._visit(binding, "", who, question)
-            if reason:
-                return Answer(question, True, reason)
+        for binding, subj in self._granted(who, ""):
+            if self._allows(binding, "", question):
+                return Answer(question, True, "RBAC: allowed by " + _describe(binding, subj))
         if question.namespace:
-            for binding in self._in_namespace.get(question.namespace, ()):
-                reason = self._visit(binding, question.namespace, who, question)
-                if reason:
-                    return Answer(question, True, reason)
+            for binding, subj in self._granted(who, question.namespace):
+                if self._allows(binding, question.namespace, question):
+                    return Answer(question, True, "RBAC: allowed by " + _describe(binding, subj))
         return Answer(question, False)
 
     def authorizer(self, who: Subject) -> Authorizer:
         return lambda question: self.authorize(who, question)
 
-    def _visit(self, binding: model.Body, namespace: str, who: Subject, q: Question) -> str:
+    def _granted(self, who: Subject, namespace: str) -> list[tuple[model.Body, Mapping[str, Any]]]:
+        """The bindings (cluster-wide for namespace "") naming `who`, in order, each with the
+        first of its subjects that does: found once per subject and namespace."""
+        key = (who, namespace)
+        found = self._grants.get(key)
+        if found is None:
+            bindings = self._in_namespace.get(namespace, ()) if namespace else self.cluster_bindings
+            found = []
+            for binding in bindings:
+                for subj in binding.get("subjects") or []:
+                    if isinstance(subj, Mapping) and _applies(subj, who, namespace):
+                        found.append((binding, subj))
+                        break
+            self._grants[key] = found
+        return found
+
+    def _allows(self, binding: model.Body, namespace: str, q: Question) -> bool:
         ref = binding.get("roleRef") or {}
-        for subj in binding.get("subjects") or []:
-            if not isinstance(subj, Mapping) or not _applies(subj, who, namespace):
-                continue
-            if ref.get("kind") == "ClusterRole":
-                rules = self.cluster_role_rules(str(ref.get("name") or ""))
-            elif ref.get("kind") == "Role" and namespace:
-                role = self.roles.get((namespace, str(ref.get("name") or "")))
-                rules = [r for r in (role or {}).get("rules") or [] if isinstance(r, Mapping)]
-            else:
-                rules = None
-            if not rules:
-                continue
-            if any(rule_allows(rule, q) for rule in rules):
-                return "RBAC: allowed by " + _describe(binding, subj)
-        return ""
+        if ref.get("kind") == "ClusterRole":
+            rules = self.cluster_role_rules(str(ref.get("name") or ""))
+        elif ref.get("kind") == "Role" and namespace:
+            role = self.roles.get((namespace, str(ref.get("name") or "")))
+            rules = [r for r in (role or {}).get("rules") or [] if isinstance(r, Mapping)]
+        else:
+            rules = None
+        return bool(rules) and any(rule_allows(rule, q) for rule in rules or ())
 
 
 def _applies(subj: Mapping[str, Any], who: Subject, binding_namespace: str) -> bool:

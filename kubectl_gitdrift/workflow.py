@@ -11,6 +11,7 @@ import concurrent.futures
 import dataclasses
 import datetime
 import os
+import re
 import secrets
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -129,11 +130,16 @@ def prepare(
     repo_root: Path | None = getattr(args, "repo_root", None)
     remotes = _clone_urls(repo_root) if repo_root is not None and args.all else set()
 
-    exports = source_render.Exports(workdir / "trees")
     cache = (
         None
         if getattr(args, "no_cache", False)
         else source_cache.RenderCache(source_cache.default_dir())
+    )
+    exports = source_render.Exports(
+        workdir / "trees",
+        None
+        if cache is None or getattr(args, "local", False)
+        else source_cache.TreeCache(cache.directory),
     )
 
     def one(index: int, target: Target) -> None:
@@ -245,6 +251,22 @@ def run_one(
     return engine.run(inputs, pm, with_source_callbacks(options, rendered, args.repo_root))
 
 
+_RESOLVED: dict[tuple[Path, str], tuple[Path, str]] = {}
+
+
+def _resolved(repo_root: Path, rev: str) -> tuple[Path, str]:
+    """(work tree top, commit) for `rev`; remembered for a full commit id, which cannot move
+    (every app of an `--all` run asks for the same one)."""
+    key = (repo_root, rev)
+    if key in _RESOLVED:
+        return _RESOLVED[key]
+    top = source_git.toplevel(repo_root)
+    found = (top, source_git.resolve_revision(top, rev))
+    if re.fullmatch(r"[0-9a-f]{40}", rev):
+        _RESOLVED[key] = found
+    return found
+
+
 def with_source_callbacks(
     options: engine.Options, rendered: source_render.Rendered, repo_root: Path
 ) -> engine.Options:
@@ -268,14 +290,9 @@ def with_source_callbacks(
             return None
         return path.read_text(encoding="utf-8")
 
-    resolved: list[tuple[Path, str]] = []  # (top, sha), resolved on the first call
-
     def history(rel: str) -> attribution.CommitRef | None:
         try:
-            if not resolved:
-                top = source_git.toplevel(repo_root)
-                resolved.append((top, source_git.resolve_revision(top, at)))
-            found = source_git.commit_touching(*resolved[0], rel)
+            found = source_git.commit_touching(*_resolved(repo_root, at), rel)
         except GitDriftError:
             return None
         if found is None:

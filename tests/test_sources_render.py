@@ -553,3 +553,72 @@ def test_edited_build_on_the_closure_copy_renders_like_kustomize(tmp_path: Path)
         check=True,
     )
     assert deployment == yaml.safe_load(proc.stdout)
+
+
+def test_exported_trees_are_kept_between_runs(
+    repo: Repo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With a tree cache, a commit is exported once; later runs (new Exports, as a new
+    process would make) render from the kept tree without touching git's objects."""
+    from kubectl_gitdrift.sources import git as source_git
+    from kubectl_gitdrift.sources.cache import RenderCache, TreeCache
+    from kubectl_gitdrift.sources.render import Exports
+
+    store = TreeCache(tmp_path / "cache")
+    cache = RenderCache(tmp_path / "cache")
+    app = make_app("overlays/staging/guestbook")
+    first = render(
+        app,
+        repo.root,
+        workdir=tmp_path / "w1",
+        exports=Exports(tmp_path / "t1", store),
+        cache=cache,
+    )
+    assert first.tree == store.get(repo.head)
+    assert (first.tree / "overlays/staging/guestbook/replicas.yaml").is_file()
+
+    def no_export(*args: object, **kwargs: object) -> str:
+        raise AssertionError("the commit was exported again")
+
+    monkeypatch.setattr(source_git, "export_tree", no_export)
+    second = render(
+        app,
+        repo.root,
+        workdir=tmp_path / "w2",
+        exports=Exports(tmp_path / "t2", store),
+        cache=cache,
+    )
+    assert second.tree == first.tree
+    assert [(m.key, m.body) for m in second.manifests] == [(m.key, m.body) for m in first.manifests]
+    assert not (tmp_path / "t2").exists()
+
+
+def test_tree_cache_refuses_big_trees_and_keeps_the_recent_ones(
+    repo: Repo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from kubectl_gitdrift.sources import cache as source_cache
+    from kubectl_gitdrift.sources import git as source_git
+
+    store = source_cache.TreeCache(tmp_path / "cache")
+
+    def export(sha: str) -> Any:
+        return lambda dest: source_git.export_tree(repo.root, sha, dest)
+
+    monkeypatch.setenv(source_cache.CACHE_MAX_ENV, "0.001")  # 1 KiB: a quarter is 262 bytes
+    assert store.put(repo.head, export(repo.head)) is None
+    assert store.get(repo.head) is None
+    assert [p.name for p in (tmp_path / "cache/trees").iterdir()] == []  # no scratch left
+
+    monkeypatch.delenv(source_cache.CACHE_MAX_ENV)
+    kept = store.put(repo.head, export(repo.head))
+    assert kept is not None
+    assert store.put(repo.head, export(repo.head)) == kept  # a second put finds it in place
+    for i in range(source_cache.TREES_KEPT + 2):  # old, unused trees beyond the kept ones go
+        old = tmp_path / "cache/trees" / f"{i:040x}"
+        old.mkdir()
+        os.utime(old, (1, 1))
+    store.put(repo.first, export(repo.first))
+    names = sorted(p.name for p in (tmp_path / "cache/trees").iterdir())
+    assert repo.head in names
+    assert repo.first in names
+    assert len(names) == source_cache.TREES_KEPT

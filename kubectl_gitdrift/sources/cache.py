@@ -1,5 +1,6 @@
 """A bounded on-disk cache of rendered manifests, so a second run (`--all` over a fleet) reads
-renders instead of running kustomize again.
+renders instead of running kustomize again, and of the commit trees they were rendered from, so
+it does not export them again either.
 
 An entry is keyed by everything the render depends on: the commit rendered (its files are
 immutable), the source path, the Application's tool options and build environment, the build
@@ -16,8 +17,11 @@ import contextlib
 import hashlib
 import json
 import os
+import shutil
 import tempfile
 import threading
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -119,3 +123,73 @@ class RenderCache:
                     total -= size
                 if total <= limit:
                     return
+
+
+TREES_KEPT = 4
+"""Exported commit trees kept (most recently used first); older ones go once an hour old."""
+_STALE_SECONDS = 3600
+
+
+@dataclass(frozen=True)
+class TreeCache:
+    """Exported trees of commits, reused by later runs (a commit's files never change), so a
+    second `--all` neither writes nor deletes the repository's files. A tree is complete once
+    renamed into place; nothing ever writes into it (edited builds run on copies)."""
+
+    directory: Path
+
+    def _root(self) -> Path:
+        return self.directory / "trees"
+
+    def get(self, sha: str) -> Path | None:
+        tree = self._root() / sha
+        if not tree.is_dir():
+            return None
+        with contextlib.suppress(OSError):
+            os.utime(tree)  # least recently used goes first
+        return tree
+
+    def put(self, sha: str, export: Callable[[Path], object]) -> Path | None:
+        """Export `sha` with `export(dest)` and keep it; None when the cache cannot be written
+        (the caller exports into its own work directory then)."""
+        root = self._root()
+        try:
+            root.mkdir(parents=True, exist_ok=True)
+            scratch = Path(tempfile.mkdtemp(dir=root, prefix=".tmp-"))
+        except OSError:
+            return None
+        try:
+            export(scratch / "tree")
+            if _size(scratch / "tree") > _max_bytes() // 4:
+                return None  # too big to keep beside the renders
+            with contextlib.suppress(OSError):  # another run may have put it first
+                (scratch / "tree").rename(root / sha)
+        finally:
+            shutil.rmtree(scratch, ignore_errors=True)
+        self._prune(keep=sha)
+        return self.get(sha)
+
+    def _prune(self, keep: str) -> None:
+        now = time.time()
+        trees = []
+        for entry in self._root().iterdir():
+            with contextlib.suppress(OSError):
+                age = now - entry.stat().st_mtime
+                if entry.name.startswith(".tmp-"):
+                    if age > _STALE_SECONDS:
+                        shutil.rmtree(entry, ignore_errors=True)
+                elif entry.name != keep:
+                    trees.append((age, entry))
+        trees.sort()
+        for age, entry in trees[TREES_KEPT - 1 :]:
+            if age > _STALE_SECONDS:
+                shutil.rmtree(entry, ignore_errors=True)
+
+
+def _size(tree: Path) -> int:
+    total = 0
+    for top, _dirs, files in os.walk(tree):
+        for name in files:
+            with contextlib.suppress(OSError):
+                total += (Path(top) / name).lstat().st_size
+    return total

@@ -24,7 +24,7 @@ from kubectl_gitdrift import yamlio
 from kubectl_gitdrift.errors import SourceError, UsageError
 from kubectl_gitdrift.model import Application, AppSource, Manifest
 from kubectl_gitdrift.sources import directory, git, helm, kustomize
-from kubectl_gitdrift.sources.cache import RenderCache
+from kubectl_gitdrift.sources.cache import RenderCache, TreeCache
 
 WORKING_TREE = "working tree"
 SOURCE_TYPES = ("helm", "kustomize", "directory", "plugin")
@@ -56,8 +56,9 @@ class Exports:
     (repo, revision), and one exported tree per commit (not one per Application). Safe to use
     from several threads."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, store: TreeCache | None = None) -> None:
         self.root = root
+        self.store = store  # exported trees kept between runs (the render cache's directory)
         self._lock = threading.Lock()
         self._tops: dict[tuple[Path, bool], Path] = {}
         self._revisions: dict[tuple[str, str, bool], str] = {}
@@ -86,6 +87,12 @@ class Exports:
         with self._lock:
             lock = self._trees.setdefault(sha, threading.Lock())
         with lock:
+            if self.store is not None:
+                kept = self.store.get(sha) or self.store.put(
+                    sha, lambda dest: git.export_tree(top, sha, dest)
+                )
+                if kept is not None:
+                    return kept
             self.root.mkdir(parents=True, exist_ok=True)
             return _export(top, sha, self.root)
 
