@@ -8,7 +8,9 @@ from typing import Any
 
 import pytest
 
+from kubectl_gitdrift import yamlio
 from kubectl_gitdrift.model import Application, AppSource, ListKey, Manifest, ObjectKey, SyncPolicy
+from kubectl_gitdrift.sources import locate as locate_module
 from kubectl_gitdrift.sources.locate import Location, locate
 from kubectl_gitdrift.sources.render import Rendered, render
 
@@ -204,3 +206,47 @@ def test_directory_source_origin(repo: Path, tmp_path: Path) -> None:
 def test_no_file_to_point_at(tmp_path: Path) -> None:
     manifest = Manifest(key=ObjectKey("apps", "Deployment", "", "x"), body={}, origin=None)
     assert locate(tmp_path, "chart", manifest, REPLICAS, 1) is None
+
+
+def test_each_file_is_parsed_once(
+    repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The bounds check and the line marks come from one composition of each file."""
+    result, deploy = rendered(repo, tmp_path, "overlays/staging/guestbook")
+    parsed: list[str] = []
+
+    class CountingLoader(yamlio._Loader):
+        def __init__(self, stream: str) -> None:
+            parsed.append(stream)
+            super().__init__(stream)
+
+    monkeypatch.setattr(yamlio, "_Loader", CountingLoader)
+    locate_module._composed.cache_clear()
+    locate_module._heads.cache_clear()
+    assert locate(result.tree, result.source_path, deploy, IMAGE, "nginx:1.0") == Location(
+        "base/guestbook/deployment.yaml", 15, "resource"
+    )
+    files = locate_module._composed.cache_info().currsize
+    assert files == 4  # two kustomizations, the patch, the deployment
+    assert len(parsed) == files
+
+
+@pytest.mark.parametrize(
+    ("extra", "expected"),
+    [
+        ("", Location("app/deployment.yaml", 6, "resource")),
+        ("metadata:\n  name: again\n", Location("app/kustomization.yaml", 0, "overlay")),
+        ("other: &a [*a]\n", Location("app/kustomization.yaml", 0, "overlay")),
+    ],
+    ids=["fine", "duplicate-key", "recursive-alias"],
+)
+def test_files_yamlio_refuses_are_not_searched(
+    tmp_path: Path, extra: str, expected: Location
+) -> None:
+    (tmp_path / "app").mkdir()
+    (tmp_path / "app" / "kustomization.yaml").write_text("resources:\n- deployment.yaml\n")
+    (tmp_path / "app" / "deployment.yaml").write_text(DEPLOYMENT + extra)
+    deploy = Manifest(
+        key=ObjectKey("apps", "Deployment", "prod", "guestbook"), body={}, origin=None
+    )
+    assert locate(tmp_path, "app", deploy, REPLICAS, 1) == expected

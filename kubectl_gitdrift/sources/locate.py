@@ -31,7 +31,6 @@ from kubectl_gitdrift.errors import GitDriftError
 from kubectl_gitdrift.model import FieldPath, ListKey, Manifest, pointer
 from kubectl_gitdrift.sources import kustomize
 
-_Composer: Any = getattr(yaml, "CSafeLoader", None) or yaml.SafeLoader
 _CONTAINER_LISTS = ("containers", "initContainers", "ephemeralContainers")
 
 
@@ -79,6 +78,7 @@ class _Search:
         self.name = manifest.key.name
         self.path = path
         self.value = value
+        self._inside_root: dict[Path, bool] = {}
 
     # ---- kustomizations, breadth first from the overlay
 
@@ -193,9 +193,8 @@ class _Search:
 
     def _inline(self, node: ScalarNode, rel: str, *, target: Any) -> Location | None:
         try:
-            yamlio.load_any(str(node.value), rel)
-            docs = list(yaml.compose_all(str(node.value), Loader=_Composer))
-        except (GitDriftError, yaml.YAMLError):
+            docs = yamlio.compose_documents(str(node.value), rel)
+        except GitDriftError:
             return None
         first = node.start_mark.line + (1 if node.style in ("|", ">") else 0)
         for doc in docs:
@@ -224,12 +223,12 @@ class _Search:
     def _heads(self, rel: str) -> tuple[tuple[MappingNode, Any, Any, Any], ...]:
         file = self.root / rel
         try:
-            if not file.resolve().is_relative_to(self.root) or not file.is_file():
+            if not self._inside(file) or not file.is_file():
                 return ()
             st = file.stat()
             stamp = (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
             return _heads(str(file), stamp, rel)
-        except (OSError, GitDriftError, yaml.YAMLError, UnicodeDecodeError):
+        except (OSError, GitDriftError):
             return ()
 
     def object_line(self, rel: str) -> int:
@@ -318,21 +317,29 @@ class _Search:
             return None
         target = self.root / joined
         try:
-            if not target.resolve().is_relative_to(self.root):
+            if not self._inside(target):
                 return None
         except OSError:
             return None
         return target
 
+    def _inside(self, path: Path) -> bool:
+        """Whether `path` resolves inside the tree (symlinks followed), memoized for the search:
+        a resource file is vetted when its kustomization names it and again when it is read."""
+        inside = self._inside_root.get(path)
+        if inside is None:
+            inside = self._inside_root[path] = path.resolve().is_relative_to(self.root)
+        return inside
+
     def _compose(self, rel: str) -> list[Node | None]:
         file = self.root / rel
         try:
-            if not file.resolve().is_relative_to(self.root) or not file.is_file():
+            if not self._inside(file) or not file.is_file():
                 return []
             st = file.stat()
             stamp = (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
             return list(_composed(str(file), stamp, rel))
-        except (OSError, GitDriftError, yaml.YAMLError, UnicodeDecodeError):
+        except (OSError, GitDriftError):
             return []
 
 
@@ -356,9 +363,7 @@ def _heads(
 def _composed(file: str, stamp: tuple[int, ...], rel: str) -> tuple[Node | None, ...]:
     """The composed documents of a file, memoized by path and stat stamp: every drifted field's
     search walks the same kustomizations and resource files (the nodes are only read)."""
-    data = Path(file).read_bytes()
-    yamlio.load_any(data, rel)  # bounds: size, aliases, depth, duplicate keys
-    return tuple(yaml.compose_all(data.decode("utf-8"), Loader=_Composer))
+    return tuple(yamlio.compose_documents(Path(file).read_bytes(), rel))  # under load_any's bounds
 
 
 def _objects(doc: Node) -> Iterator[MappingNode]:
