@@ -206,7 +206,13 @@ def _compare(args: argparse.Namespace, out: TextIO, err: TextIO) -> ExitCode:
 
     with tempfile.TemporaryDirectory(prefix="gitdrift-") as workdir:
         if args.snapshot is not None:
-            state = snapshot.load(args.snapshot)
+            enabled = gc.isenabled()
+            gc.disable()  # millions of new containers, no cycles: collecting is wasted work
+            try:
+                state = snapshot.load(args.snapshot)
+            finally:
+                if enabled:
+                    gc.enable()
             gc.freeze()  # the parsed snapshot lives all run: keep the cyclic GC off it
             bodies = workflow.select_offline(state, args, [args.app] if args.app else [])
             settings = application.parse_settings(state.argocd_cm)
@@ -235,6 +241,7 @@ def _compare(args: argparse.Namespace, out: TextIO, err: TextIO) -> ExitCode:
                     target, state, settings, pm, options, args, audit_log, index=live_index
                 )
             )
+            gc.freeze()  # each report lives all run too: the cyclic GC need not rescan it
 
     result = model.Report(applications=tuple(reports), mode=mode)
     if args.write_patch is not None:

@@ -248,7 +248,12 @@ def run_one(
         audit_log=audit_log,
         index=index,
     )
-    return engine.run(inputs, pm, with_source_callbacks(options, rendered, args.repo_root))
+    history = (
+        None
+        if getattr(args, "no_cache", False)
+        else source_cache.HistoryCache(source_cache.default_dir())
+    )
+    return engine.run(inputs, pm, with_source_callbacks(options, rendered, args.repo_root, history))
 
 
 _RESOLVED: dict[tuple[Path, str], tuple[Path, str]] = {}
@@ -268,12 +273,17 @@ def _resolved(repo_root: Path, rev: str) -> tuple[Path, str]:
 
 
 def with_source_callbacks(
-    options: engine.Options, rendered: source_render.Rendered, repo_root: Path
+    options: engine.Options,
+    rendered: source_render.Rendered,
+    repo_root: Path,
+    history_cache: source_cache.HistoryCache | None = None,
 ) -> engine.Options:
     """The engine's callbacks into git for one rendered source: where a field is set (locate),
-    a source file's text (read_source, for patches) and the last commit touching a file."""
+    a source file's text (read_source, for patches) and the last commit touching a file (kept
+    in `history_cache` for a commit, never for the working tree)."""
     tree = rendered.tree.resolve()
     at = "HEAD" if rendered.revision == source_render.WORKING_TREE else rendered.revision
+    kept = history_cache if at != "HEAD" else None
 
     def locate(drift: model.Drift, change: model.Change) -> remedies.Location | None:
         manifest = model.Manifest(drift.key, drift.desired or {}, drift.origin)
@@ -291,13 +301,17 @@ def with_source_callbacks(
         return path.read_text(encoding="utf-8")
 
     def history(rel: str) -> attribution.CommitRef | None:
+        known = kept.entries(at).get(rel, ()) if kept is not None else ()
+        if known != ():
+            return attribution.CommitRef(*known) if known else None
         try:
             found = source_git.commit_touching(*_resolved(repo_root, at), rel)
         except GitDriftError:
             return None
-        if found is None:
-            return None
-        return attribution.CommitRef(found.sha, found.author, found.date, found.subject)
+        value = None if found is None else [found.sha, found.author, found.date, found.subject]
+        if kept is not None:
+            kept.put(at, rel, value)
+        return attribution.CommitRef(*value) if value else None
 
     return dataclasses.replace(options, locate=locate, read_source=read_source, history=history)
 

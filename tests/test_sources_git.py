@@ -151,3 +151,45 @@ def test_last_commit_touching(repo: Path) -> None:
     assert old is not None
     assert old.subject == "first"
     assert git.last_commit_touching(repo, "HEAD", "no/such/file.yaml") is None
+
+
+def test_history_is_kept_per_commit(
+    repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The last commit touching a file, as of a commit, is read back by a later run (a new
+    process: the in-memory copy is dropped) without running git; the working tree is not kept."""
+    from kubectl_gitdrift import engine, workflow
+    from kubectl_gitdrift.sources import cache as source_cache
+    from kubectl_gitdrift.sources import render as source_render
+
+    head = run(repo, "rev-parse", "HEAD")
+
+    def callbacks(revision: str) -> engine.Options:
+        rendered = source_render.Rendered((), revision, repo, "app")
+        store = source_cache.HistoryCache(tmp_path / "cache")
+        return workflow.with_source_callbacks(engine.Options(), rendered, repo, store)
+
+    history = callbacks(head).history
+    assert history is not None
+    first = history("app/cm.yaml")
+    assert first is not None
+    assert first.subject == "second: bump cm"
+    assert history("no/such/file.yaml") is None
+
+    monkeypatch.setattr(source_cache, "_histories", {})
+    calls: list[str] = []
+    real = git.commit_touching
+    monkeypatch.setattr(
+        git,
+        "commit_touching",
+        lambda *a: calls.append(a[-1]) or real(*a),  # type: ignore[func-returns-value]
+    )
+    again = callbacks(head).history
+    assert again is not None
+    assert again("app/cm.yaml") == first
+    assert again("no/such/file.yaml") is None
+    assert calls == []
+    working = callbacks(source_render.WORKING_TREE).history
+    assert working is not None
+    assert working("app/cm.yaml") == first
+    assert calls == ["app/cm.yaml"]

@@ -193,3 +193,44 @@ def _size(tree: Path) -> int:
             with contextlib.suppress(OSError):
                 total += (Path(top) / name).lstat().st_size
     return total
+
+
+@dataclass(frozen=True)
+class HistoryCache:
+    """The last commit touching a path, as of a commit: immutable once known, so kept per
+    commit (`history/<sha>.json`) and read back by later runs instead of running `git log`."""
+
+    directory: Path
+
+    def _path(self, sha: str) -> Path:
+        return self.directory / "history" / f"{sha}.json"
+
+    def entries(self, sha: str) -> dict[str, Any]:
+        """path -> [commit, author, date, subject], or None (no commit touches it)."""
+        with _history_lock:
+            known = _histories.get((self.directory, sha))
+            if known is None:
+                try:
+                    loaded = json.loads(self._path(sha).read_bytes())
+                except (OSError, ValueError):
+                    loaded = {}
+                known = loaded if isinstance(loaded, dict) else {}
+                _histories[(self.directory, sha)] = known
+            return known
+
+    def put(self, sha: str, path: str, value: list[str] | None) -> None:
+        known = self.entries(sha)
+        with _history_lock:
+            known[path] = value
+            data = json.dumps(known, sort_keys=True, separators=(",", ":")).encode()
+        target = self._path(sha)
+        with contextlib.suppress(OSError):
+            target.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".tmp-")
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(data)
+            Path(tmp).replace(target)
+
+
+_history_lock = threading.Lock()
+_histories: dict[tuple[Path, str], dict[str, Any]] = {}
