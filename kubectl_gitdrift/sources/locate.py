@@ -102,7 +102,10 @@ class _Search:
             found = self._patches(knode, kdir, rel)
             if found:
                 return found
+            base = kdir.relative_to(self.root).as_posix()
             for entry in self._strings(knode, "resources", "bases", "components"):
+                if self._elsewhere(posixpath.normpath(posixpath.join(base, entry))):
+                    continue
                 target = self._local(kdir, entry)
                 if target is None:
                     continue
@@ -306,6 +309,12 @@ class _Search:
                 if isinstance(value, str):
                     out.append(value)
         return out
+
+    def _elsewhere(self, rel: str) -> bool:
+        """A resource file other than the one kustomize says the object comes from: it cannot
+        declare the object too (kustomize refuses duplicates), so it is not read."""
+        origin = self.manifest.origin
+        return bool(origin) and rel != origin and rel.endswith((".yaml", ".yml", ".json"))
 
     def _local(self, kdir: Path, entry: str) -> Path | None:
         """A path a kustomization references, if it is local and inside the tree."""
