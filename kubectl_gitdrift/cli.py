@@ -7,11 +7,12 @@ import argparse
 import dataclasses
 import gc
 import json
+import os
 import sys
 import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, NoReturn, TextIO
 
 import yaml
 
@@ -40,12 +41,28 @@ from kubectl_gitdrift.sources import auditlog as source_auditlog
 
 
 def run() -> None:
-    sys.exit(main())
+    _exit(main())
 
 
 def run_argocd() -> None:
     """`argocd gitdrift <app>`: the argocd CLI runs argocd-gitdrift from PATH."""
-    sys.exit(main(prog="argocd gitdrift"))
+    _exit(main(prog="argocd gitdrift"))
+
+
+def _exit(code: int) -> NoReturn:
+    """Flush, then leave without the interpreter's teardown: freeing a big run's objects one by
+    one took seconds after the report was out, and nothing else is left to do (files are
+    written atomically before main returns; temporary directories are gone already)."""
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except BrokenPipeError:  # `| head`: the reader left; like a CLI killed by SIGPIPE
+        code = code or 141
+    except OSError:
+        code = code or int(ExitCode.ERROR)
+    if sys.gettrace() or sys.getprofile() or "coverage" in sys.modules:
+        sys.exit(code)  # a profiler or coverage writes its results at teardown: let it
+    os._exit(code)
 
 
 def main(
