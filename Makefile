@@ -47,7 +47,9 @@ fmt: $(STAMP)
 golden: $(STAMP)
 	$(BIN)/python -m pytest -q tests/test_scenarios.py tests/test_packaging.py --update-golden
 
-# Benchmarks (issue #8, BENCHMARKS.md): fixtures are generated once into bench/out/fixtures.
+# Benchmarks (issue #8, BENCHMARKS.md): under 10 minutes on 2 cores; the fixtures are generated
+# once into bench/out/fixtures (about a minute). BENCH_ARGS: --quick, --only fleet, --warm, ...
+# (bench/run.py --help). Prints a phase table per scenario and a summary of the targets.
 bench: $(STAMP)
 	@$(BIN)/python -c 'import deepdiff' 2>/dev/null || $(BIN)/pip install --quiet -e '.[bench]'
 	$(BIN)/python bench/run.py $(BENCH_ARGS)

@@ -27,6 +27,7 @@ import argparse
 import base64
 import copy
 import hashlib
+import importlib.util
 import json
 import random
 import re
@@ -35,6 +36,7 @@ import subprocess
 import sys
 import tempfile
 import uuid
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -42,10 +44,9 @@ from typing import Any
 import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "testdata"))
-from make_repo import build_repo  # noqa: E402
 
-GENERATOR_VERSION = "2"  # bump when the output changes, so cached fixtures are rebuilt
+GENERATOR_VERSION = "3"  # bump when the output changes, so cached fixtures are rebuilt
+# 3: also writes snapshot.json (the same objects as snapshot.yaml, one JSON document a line)
 REPO_URL = "https://github.com/example/fleet-gitops.git"
 REGISTRY = "registry.example.com/shop"
 COMMIT_DATE = "2026-11-23T09:00:00Z"
@@ -167,6 +168,18 @@ def dump_yaml_all(values: list[Any]) -> str:
 
 
 # --------------------------------------------------------------------------- git side (base)
+
+
+def _build_repo(src: Path, dest: Path) -> list[str]:
+    """testdata/make_repo.py's build_repo (a script, not a package: loaded by path)."""
+    spec = importlib.util.spec_from_file_location("make_repo", ROOT / "testdata" / "make_repo.py")
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    module = sys.modules.setdefault("make_repo", module)  # dataclasses look their module up
+    spec.loader.exec_module(module)
+    build: Callable[[Path, Path], list[str]] = module.build_repo
+    return build(src, dest)
 
 
 def _app_names(scenario: Scenario) -> list[str]:
@@ -429,7 +442,7 @@ _POINTER_STRUCTS = frozenset(
 _ATOMIC = frozenset(
     {"selector", "volumeClaimTemplates", "rules", "subjects", "roleRef", "args", "command"}
 )
-_LIST_KEYS = {
+_LIST_KEYS: dict[str, tuple[str, ...] | None] = {
     "containers": ("name",),
     "env": ("name",),
     "volumeMounts": ("mountPath",),
@@ -451,7 +464,7 @@ def fields_v1(value: Any, name: str = "", *, kind: str = "") -> dict[str, Any]:
         if key in _ATOMIC and not (key == "selector" and kind == "Service" and name == "spec"):
             out[field] = {}
         elif isinstance(sub, list):
-            keys = _LIST_KEYS.get(key, ())
+            keys: tuple[str, ...] | None = _LIST_KEYS.get(key, ())
             if key == "ports":
                 keys = ("port", "protocol") if kind == "Service" else ("containerPort", "protocol")
             if not keys or not all(isinstance(i, dict) for i in sub):
@@ -666,7 +679,8 @@ class Cluster:
         md["managedFields"] = managed
         md["resourceVersion"] = self.next_rv()
         md["uid"] = self.uid()
-        return _ordered(live)
+        ordered: dict[str, Any] = _ordered(live)
+        return ordered
 
     def _ip(self) -> str:
         return f"10.96.{self.rng.randrange(0, 256)}.{self.rng.randrange(1, 255)}"
@@ -786,18 +800,18 @@ def _ordered(body: Any) -> Any:
 
 
 def _drop(trie: dict[str, Any], path: list[str]) -> None:
-    node = trie
+    node: dict[str, Any] | None = trie
     for key in path[:-1]:
-        node = node.get(key)
-        if node is None:
-            return
-    node.pop(path[-1], None)
+        node = node.get(key) if node is not None else None
+    if node is not None:
+        node.pop(path[-1], None)
 
 
 def _argocd(live: dict[str, Any]) -> dict[str, Any]:
     for entry in live["metadata"]["managedFields"]:
         if entry["manager"] == "argocd-controller":
-            return entry["fieldsV1"]
+            trie: dict[str, Any] = entry["fieldsV1"]
+            return trie
     raise ValueError("no argocd-controller entry")
 
 
@@ -826,7 +840,9 @@ def drift(live: dict[str, Any], how: str) -> dict[str, Any]:
         limits = container["resources"]["limits"]
         before = limits["memory"]
         after = limits["memory"] = "512Mi"
-        owned = {"f:containers": {container_key: {"f:resources": {"f:limits": {"f:memory": {}}}}}}
+        owned: dict[str, Any] = {
+            "f:containers": {container_key: {"f:resources": {"f:limits": {"f:memory": {}}}}}
+        }
         md["managedFields"].append(
             _entry(
                 "kubectl-edit",
@@ -1032,7 +1048,8 @@ def argocd_cm() -> dict[str, Any]:
 
 
 def generate(scenario: Scenario, out: Path, *, check: bool = False) -> dict[str, Any]:
-    """Write OUT/repo (git), OUT/snapshot.yaml and OUT/meta.json; return the meta."""
+    """Write OUT/repo (git), OUT/snapshot.yaml (+ .json, same objects) and OUT/meta.json; return
+    the meta."""
     if out.exists():
         shutil.rmtree(out)
     out.mkdir(parents=True)
@@ -1052,7 +1069,7 @@ def generate(scenario: Scenario, out: Path, *, check: bool = False) -> dict[str,
             ),
             encoding="utf-8",
         )
-        sha = build_repo(src, out / "repo")[-1]
+        sha = _build_repo(src, out / "repo")[-1]
 
     rng = random.Random(f"{scenario.seed}/{scenario.name}")
     cluster = Cluster(rng)
@@ -1114,6 +1131,11 @@ def generate(scenario: Scenario, out: Path, *, check: bool = False) -> dict[str,
     if check and yaml.load(text, Loader=yaml.CSafeLoader) != snapshot:
         raise AssertionError("the snapshot YAML does not load back to the generated objects")
     (out / "snapshot.yaml").write_text(text, encoding="utf-8")
+    # the same objects as JSON (what `kubectl gitdrift snapshot -o x.json` is for: it loads ~30x
+    # faster); written here because converting the YAML later costs a YAML load of it
+    (out / "snapshot.json").write_text(
+        "".join(json.dumps(item) + "\n" for item in items), encoding="utf-8"
+    )
     meta = {
         "scenario": asdict(scenario),
         "generator": GENERATOR_VERSION,
@@ -1159,7 +1181,10 @@ def verify(out: Path, meta: dict[str, Any], count: int) -> int:
                 yaml.safe_load_all(subprocess.run(cmd, check=True, capture_output=True).stdout)
             )
             ours = render_overlay(app, units)
-            key = lambda b: (b["kind"], b["metadata"]["name"])  # noqa: E731
+
+            def key(b: dict[str, Any]) -> tuple[str, str]:
+                return (b["kind"], b["metadata"]["name"])
+
             if sorted(rendered, key=key) != sorted(ours, key=key):
                 bad += 1
                 theirs = {key(b): b for b in rendered}
