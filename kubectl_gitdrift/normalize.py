@@ -134,32 +134,7 @@ def _remarshal_typed(body: Any, node: Node, *, top: bool) -> Any:
     elif isinstance(body, float) and body.is_integer():
         return int(body)
     if type(body) is dict or isinstance(body, Mapping):
-        known = node.known_fields()
-        out: dict[str, Any] = {}
-        entries = node.is_map_of_values  # map[string]T: Go keeps every entry, "" and 0 too
-        for key, value in body.items():
-            if known is not None and key not in known:
-                raise _Undecodable
-            child = node.field(key)
-            if child is None:
-                if value is None and key == "creationTimestamp" and not top:
-                    continue
-                out[key] = _untyped(value)
-                continue
-            if type(value) is str and child.scalar_type == "string":  # the common leaf
-                if value or entries:
-                    out[key] = value
-                continue
-            if key == "creationTimestamp" and value is None and not top:
-                continue
-            if entries and value is not None:
-                pass
-            elif _empty_optional(key, value, child):
-                if value is not None and not decodes(value, child):
-                    raise _Undecodable
-                continue
-            out[key] = _remarshal_typed(value, child, top=False)
-        return out
+        return _typed_object(body, node, top)
     if isinstance(body, list):
         item = node.items()
         if item is None:
@@ -173,7 +148,7 @@ def _remarshal_typed(body: Any, node: Node, *, top: bool) -> Any:
 _LEAF_TYPES = {"string": str, "integer": int, "boolean": bool}
 
 
-def _typed_object(body: dict[str, Any], node: Node, top: bool) -> dict[str, Any]:
+def _typed_object(body: Mapping[str, Any], node: Node, top: bool) -> dict[str, Any]:
     """`_remarshal_typed` of a dict at a plain object node: the hot loop, with the common
     scalar leaves (a str, int or bool where the schema says so) decided inline."""
     known = node.known_fields()

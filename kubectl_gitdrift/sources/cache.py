@@ -143,10 +143,13 @@ class TreeCache:
 
     def get(self, sha: str) -> Path | None:
         tree = self._root() / sha
+        if tree in _trees_seen:  # once per process: every app of a run asks for the same tree
+            return tree
         if not tree.is_dir():
             return None
         with contextlib.suppress(OSError):
             os.utime(tree)  # least recently used goes first
+        _trees_seen.add(tree)
         return tree
 
     def put(self, sha: str, export: Callable[[Path], object]) -> Path | None:
@@ -184,6 +187,9 @@ class TreeCache:
         for age, entry in trees[TREES_KEPT - 1 :]:
             if age > _STALE_SECONDS:
                 shutil.rmtree(entry, ignore_errors=True)
+
+
+_trees_seen: set[Path] = set()
 
 
 def _size(tree: Path) -> int:
