@@ -229,3 +229,21 @@ def test_version(run_cli) -> None:  # type: ignore[no-untyped-def]
 def test_help_names_the_front_end(run_cli) -> None:  # type: ignore[no-untyped-def]
     assert run_cli(["--help"]).stdout.startswith("usage: kubectl gitdrift ")
     assert run_cli(["--help"], prog="argocd gitdrift").stdout.startswith("usage: argocd gitdrift ")
+
+
+def test_offline_run_leaves_the_cyclic_gc_as_it_found_it(run_cli, repo) -> None:  # type: ignore[no-untyped-def]
+    """An offline run turns the cyclic GC off while it works (plain data, no cycles), and gives
+    it back as it was, also when the run fails."""
+    import gc
+
+    assert gc.isenabled()
+    assert run_cli([*_base(repo), "-o", "json"]).exit_code == ExitCode.DRIFT
+    assert gc.isenabled()
+    assert run_cli([*_base(repo, INCIDENT / "missing.yaml")]).exit_code != 0
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        run_cli([*_base(repo), "-o", "json"])
+        assert not gc.isenabled()
+    finally:
+        gc.enable()

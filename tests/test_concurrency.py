@@ -114,18 +114,25 @@ def test_parallel_and_sequential_offline_give_the_same_bytes(
     repo: Path,
     fleet_snapshot: Path,
     monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
 ) -> None:
+    monkeypatch.setenv("KUBECTL_GITDRIFT_CACHE_DIR", str(tmp_path / "cache"))  # starts empty
     pools = Pools(monkeypatch)
-    args = ["--all", "--snapshot", str(fleet_snapshot), "--repo-root", str(repo)]
+    args = ["--all", "--snapshot", str(fleet_snapshot), "--repo-root", str(repo), "--no-cache"]
     sequential = _runs(run_cli, monkeypatch, args, "1")
     assert pools.sizes == []  # one at a time: no pool at all
     parallel = _runs(run_cli, monkeypatch, args, "8")
     again = _runs(run_cli, monkeypatch, args, "3")
     assert pools.sizes == [8, 8, 3, 3]
-    for one, many, more in zip(sequential, parallel, again, strict=True):
+    cached = _runs(run_cli, monkeypatch, args[:-1], "8")  # fills the render cache: 8 threads
+    from_cache = _runs(run_cli, monkeypatch, args[:-1], "8")  # all read from it, in turn
+    assert pools.sizes == [8, 8, 3, 3, 8]
+    for one, many, more, first, second in zip(
+        sequential, parallel, again, cached, from_cache, strict=True
+    ):
         assert one.exit_code == many.exit_code == more.exit_code == ExitCode.ERROR  # i == 7
-        assert one.stdout == many.stdout == more.stdout
-        assert one.stderr == many.stderr == more.stderr
+        assert one.stdout == many.stdout == more.stdout == first.stdout == second.stdout
+        assert one.stderr == many.stderr == more.stderr == first.stderr == second.stderr
     doc = json.loads(sequential[0].stdout)
     assert len(doc["applications"]) == FLEET - 1
     assert [e["application"] for e in doc["errors"]] == ["argocd/guestbook-07"]

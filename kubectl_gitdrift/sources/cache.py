@@ -56,6 +56,10 @@ def _max_bytes() -> int:
     return int(max(mib, 0) * 1024 * 1024)
 
 
+class CacheMiss(Exception):
+    """A render asked for from the cache only (`cached_only`) is not there."""
+
+
 @dataclass(frozen=True)
 class RenderCache:
     directory: Path

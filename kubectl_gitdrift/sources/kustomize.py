@@ -26,7 +26,7 @@ from kubectl_gitdrift import yamlio
 from kubectl_gitdrift.errors import GitDriftError, SourceError
 from kubectl_gitdrift.model import Manifest, ObjectKey
 from kubectl_gitdrift.sources import process
-from kubectl_gitdrift.sources.cache import RenderCache
+from kubectl_gitdrift.sources.cache import CacheMiss, RenderCache
 
 KUSTOMIZATION_FILES = ("kustomization.yaml", "kustomization.yml", "Kustomization")
 KUSTOMIZE_TIMEOUT = 120.0
@@ -57,6 +57,7 @@ def build(
     build_options: Sequence[str] = (),
     revision: str | None = None,
     cache: RenderCache | None = None,
+    cached_only: bool = False,
 ) -> list[Manifest]:
     """Render the kustomization at `tree/app_path` with the Application's kustomize `options`.
 
@@ -87,6 +88,8 @@ def build(
         hit = cache.get(key)
         if hit is not None:
             return hit
+    if cached_only:
+        raise CacheMiss(app_path)
     kdir = tree / app_path if display != "." else tree
     kfile = find_kustomization(kdir)
     if kfile is None:

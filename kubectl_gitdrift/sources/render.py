@@ -24,7 +24,7 @@ from kubectl_gitdrift import yamlio
 from kubectl_gitdrift.errors import SourceError, UsageError
 from kubectl_gitdrift.model import Application, AppSource, Manifest
 from kubectl_gitdrift.sources import directory, git, helm, kustomize
-from kubectl_gitdrift.sources.cache import RenderCache, TreeCache
+from kubectl_gitdrift.sources.cache import CacheMiss, RenderCache, TreeCache
 
 WORKING_TREE = "working tree"
 SOURCE_TYPES = ("helm", "kustomize", "directory", "plugin")
@@ -107,11 +107,13 @@ def render(
     build_options: Sequence[str] = (),
     exports: Exports | None = None,
     cache: RenderCache | None = None,
+    cached_only: bool = False,
 ) -> Rendered:
     """Render every source of `app` that has a path (ref-only sources are skipped).
 
     `exports` shares resolved revisions and exported trees between the renders of one run
-    (`--all`); `cache` reads and stores kustomize renders on disk (never for `local`)."""
+    (`--all`); `cache` reads and stores kustomize renders on disk (never for `local`).
+    `cached_only` raises CacheMiss rather than run kustomize or helm."""
     if revision and local:
         raise UsageError("--revision and --local cannot be used together")
     todo = [(i, s) for i, s in enumerate(app.sources) if not (s.ref and not s.path and not s.chart)]
@@ -145,8 +147,9 @@ def render(
                 sha = git.resolve_revision(top, rev, prefer_remote=prefer_remote)
                 tree = _export(top, sha, workdir)
         part, objs = _render_source(
-            app, index, source, tree, sha, repo_root, workdir, build_options, cache, refs
-        )
+            app, index, source, tree, sha, repo_root, workdir, build_options, cache, refs,
+            cached_only,
+        )  # fmt: skip
         parts.append(part)
         manifests.extend(objs)
     first = parts[0]
@@ -269,6 +272,7 @@ def _render_source(
     build_options: Sequence[str],
     cache: RenderCache | None = None,
     refs: Mapping[str, Path] | None = None,
+    cached_only: bool = False,
 ) -> tuple[RenderedSource, list[Manifest]]:
     path = _clean_path(source.path)
     app_dir = tree if path == "." else tree / path
@@ -287,6 +291,8 @@ def _render_source(
         kind = detect_type(blocks, app_dir, explicit_kind=source.kind)
     part = RenderedSource(index, source.repo_url, path, kind, sha, tree)
     if kind == "helm":
+        if cached_only:
+            raise CacheMiss(path)
         env = build_env(app, source, "" if sha == WORKING_TREE else sha)
         return part, helm.template(
             app_dir,
@@ -315,6 +321,7 @@ def _render_source(
             build_options=build_options,
             revision=None if sha == WORKING_TREE else sha,
             cache=None if sha == WORKING_TREE else cache,
+            cached_only=cached_only,
         )
     else:
         objs = directory.collect(tree, path, options)
