@@ -622,3 +622,22 @@ def test_tree_cache_refuses_big_trees_and_keeps_the_recent_ones(
     assert repo.head in names
     assert repo.first in names
     assert len(names) == source_cache.TREES_KEPT
+
+
+def test_cache_directory_is_owner_only(repo: Repo, tmp_path: Path) -> None:
+    """Renders and trees are copies of git's files (Secret manifests included): the cache
+    directory gitdrift creates is readable by its owner only."""
+    from kubectl_gitdrift.sources.cache import RenderCache, TreeCache
+    from kubectl_gitdrift.sources.render import Exports
+
+    directory = tmp_path / "cache"
+    render(
+        make_app("overlays/prod/guestbook"),
+        repo.root,
+        workdir=tmp_path / "w",
+        exports=Exports(tmp_path / "t", TreeCache(directory)),
+        cache=RenderCache(directory),
+    )
+    assert (directory / "trees").is_dir()
+    assert list((directory / "renders").glob("*/*.json"))
+    assert directory.stat().st_mode & 0o777 == 0o700

@@ -94,6 +94,7 @@ class RenderCache:
         except (TypeError, ValueError):
             return
         try:
+            _private(self.directory)
             path.parent.mkdir(parents=True, exist_ok=True)
             fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
             with os.fdopen(fd, "wb") as handle:
@@ -161,6 +162,7 @@ class TreeCache:
         (the caller exports into its own work directory then)."""
         root = self._root()
         try:
+            _private(self.directory)
             root.mkdir(parents=True, exist_ok=True)
             scratch = Path(tempfile.mkdtemp(dir=root, prefix=".tmp-"))
         except OSError:
@@ -194,6 +196,14 @@ class TreeCache:
 
 
 _trees_seen: set[Path] = set()
+
+
+def _private(directory: Path) -> None:
+    """Make the cache directory readable by its owner only (renders and trees are copies of
+    what git holds, Secret manifests committed to git included); an existing one is left as the
+    user set it."""
+    if not directory.is_dir():
+        directory.mkdir(mode=0o700, parents=True, exist_ok=True)
 
 
 def _size(tree: Path) -> int:
@@ -235,6 +245,7 @@ class HistoryCache:
             data = json.dumps(known, sort_keys=True, separators=(",", ":")).encode()
         target = self._path(sha)
         with contextlib.suppress(OSError):
+            _private(self.directory)
             target.parent.mkdir(parents=True, exist_ok=True)
             fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".tmp-")
             with os.fdopen(fd, "wb") as handle:
