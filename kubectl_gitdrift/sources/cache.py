@@ -94,12 +94,7 @@ class RenderCache:
         except (TypeError, ValueError):
             return
         try:
-            _private(self.directory)
-            path.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
-            with os.fdopen(fd, "wb") as handle:
-                handle.write(data)
-            Path(tmp).replace(path)
+            _write(self.directory, path, data)
         except OSError:
             return
         global _puts
@@ -198,6 +193,21 @@ class TreeCache:
 _trees_seen: set[Path] = set()
 
 
+def _write(directory: Path, path: Path, data: bytes) -> None:
+    """`data` into `path` (below the cache `directory`) through a temporary file and a rename:
+    a reader sees the old entry or the new one, never half of one."""
+    _private(directory)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+        Path(tmp).replace(path)
+    except OSError:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
 def _private(directory: Path) -> None:
     """Make the cache directory readable by its owner only (renders and trees are copies of
     what git holds, Secret manifests committed to git included); an existing one is left as the
@@ -243,14 +253,8 @@ class HistoryCache:
         with _history_lock:
             known[path] = value
             data = json.dumps(known, sort_keys=True, separators=(",", ":")).encode()
-        target = self._path(sha)
         with contextlib.suppress(OSError):
-            _private(self.directory)
-            target.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".tmp-")
-            with os.fdopen(fd, "wb") as handle:
-                handle.write(data)
-            Path(tmp).replace(target)
+            _write(self.directory, self._path(sha), data)
 
 
 _history_lock = threading.Lock()
