@@ -408,7 +408,10 @@ def _load_composed(text: str, name: str, error: type[GitDriftError]) -> list[Any
             problem = _check_node(node)
             if problem:
                 raise error(f"{name}: document {index}: {problem}")
-            docs.append(loader.construct_document(node))
+            try:
+                docs.append(loader.construct_document(node))
+            except (LookupError, ValueError, TypeError):  # `!!int x`, `!!bool maybe`, ...
+                raise error(f"{name}: document {index}: {_bad_scalar(loader, node)}") from None
     except yaml.YAMLError as exc:
         raise _yaml_error(exc, name, error) from None
     except RecursionError:
@@ -416,6 +419,25 @@ def _load_composed(text: str, name: str, error: type[GitDriftError]) -> list[Any
     finally:
         loader.dispose()
     return docs
+
+
+def _bad_scalar(loader: Any, root: Node) -> str:
+    """Which tagged scalar of a document its tag's constructor refuses, for the error line."""
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ScalarNode):
+            constructor = loader.yaml_constructors.get(node.tag)
+            if node.tag != _STR_TAG and constructor is not None:
+                try:
+                    constructor(loader, node)
+                except (LookupError, ValueError, TypeError):
+                    tag = node.tag.replace("tag:yaml.org,2002:", "!!")
+                    line = node.start_mark.line + 1
+                    return f"line {line}: {node.value!r} is not a valid {tag} value"
+        else:
+            stack.extend(reversed(_children(node)))
+    return "a tagged value cannot be read"
 
 
 # ---- the streamed load

@@ -71,6 +71,16 @@ def test_merge_keys_are_not_duplicates() -> None:
             id="string-document",
         ),
         pytest.param(
+            f"{DEPLOY}---\nkind: X\nspec:\n  on: !!bool maybe\n",
+            "overlays/prod/x.yaml: document 2: line 8: 'maybe' is not a valid !!bool value",
+            id="bad-tagged-bool",
+        ),
+        pytest.param(
+            "a: !!int ''\n",
+            "overlays/prod/x.yaml: document 1: line 1: '' is not a valid !!int value",
+            id="bad-tagged-int",
+        ),
+        pytest.param(
             "a: 1\nb: 2\na: 3\n",
             "overlays/prod/x.yaml: document 1: line 3: duplicate key 'a'",
             id="duplicate-key",
