@@ -138,7 +138,11 @@ def questions(
         resource = plural(key.group, key.kind, plurals)
         for verb in verbs:
             seen.add(Question(verb, key.group, resource, key.namespace))
-    return sorted(seen)
+    return sorted(seen, key=_fields)  # the dataclass order, compared as tuples in C
+
+
+def _fields(q: Question) -> tuple[str, ...]:
+    return (q.verb, q.group, q.resource, q.namespace, q.name, q.subresource)
 
 
 # --------------------------------------------------------------------------- offline evaluator
