@@ -601,23 +601,26 @@ def test_tree_cache_refuses_big_trees_and_keeps_the_recent_ones(
 
     store = source_cache.TreeCache(tmp_path / "cache")
 
-    def export(sha: str) -> Any:
-        return lambda dest: source_git.export_tree(repo.root, sha, dest)
+    def export(sha: str) -> tuple[Any, int]:
+        return (
+            lambda dest: source_git.export_tree(repo.root, sha, dest),
+            source_git.tree_bytes(repo.root, sha),
+        )
 
     monkeypatch.setenv(source_cache.CACHE_MAX_ENV, "0.001")  # 1 KiB: a quarter is 262 bytes
-    assert store.put(repo.head, export(repo.head)) is None
+    assert store.put(repo.head, *export(repo.head)) is None
     assert store.get(repo.head) is None
     assert [p.name for p in (tmp_path / "cache/trees").iterdir()] == []  # no scratch left
 
     monkeypatch.delenv(source_cache.CACHE_MAX_ENV)
-    kept = store.put(repo.head, export(repo.head))
+    kept = store.put(repo.head, *export(repo.head))
     assert kept is not None
-    assert store.put(repo.head, export(repo.head)) == kept  # a second put finds it in place
+    assert store.put(repo.head, *export(repo.head)) == kept  # a second put finds it in place
     for i in range(source_cache.TREES_KEPT + 2):  # old, unused trees beyond the kept ones go
         old = tmp_path / "cache/trees" / f"{i:040x}"
         old.mkdir()
         os.utime(old, (1, 1))
-    store.put(repo.first, export(repo.first))
+    store.put(repo.first, *export(repo.first))
     names = sorted(p.name for p in (tmp_path / "cache/trees").iterdir())
     assert repo.head in names
     assert repo.first in names

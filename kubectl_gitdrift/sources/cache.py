@@ -152,20 +152,21 @@ class TreeCache:
         _trees_seen.add(tree)
         return tree
 
-    def put(self, sha: str, export: Callable[[Path], object]) -> Path | None:
-        """Export `sha` with `export(dest)` and keep it; None when the cache cannot be written
-        (the caller exports into its own work directory then)."""
+    def put(self, sha: str, export: Callable[[Path], object], size: int) -> Path | None:
+        """Export `sha` (`size` bytes of files) with `export(dest)` and keep it; None when it is
+        too big to keep beside the renders (a quarter of the bound) or the cache cannot be
+        written: the caller exports into its own work directory then, once."""
         root = self._root()
         try:
             _private(self.directory)
             root.mkdir(parents=True, exist_ok=True)
+            if size > _max_bytes() // 4:
+                return None
             scratch = Path(tempfile.mkdtemp(dir=root, prefix=".tmp-"))
         except OSError:
             return None
         try:
             export(scratch / "tree")
-            if _size(scratch / "tree") > _max_bytes() // 4:
-                return None  # too big to keep beside the renders
             with contextlib.suppress(OSError):  # another run may have put it first
                 (scratch / "tree").rename(root / sha)
         finally:
@@ -214,15 +215,6 @@ def _private(directory: Path) -> None:
     user set it."""
     if not directory.is_dir():
         directory.mkdir(mode=0o700, parents=True, exist_ok=True)
-
-
-def _size(tree: Path) -> int:
-    total = 0
-    for top, _dirs, files in os.walk(tree):
-        for name in files:
-            with contextlib.suppress(OSError):
-                total += (Path(top) / name).lstat().st_size
-    return total
 
 
 @dataclass(frozen=True)

@@ -124,6 +124,17 @@ def resolve_revision(repo_root: Path, rev: str, *, prefer_remote: bool = False) 
     )
 
 
+def tree_bytes(repo_root: Path, sha: str) -> int:
+    """The size of every file of commit `sha` (what exporting it writes), from one `ls-tree`."""
+    listing = run_git(repo_root, "ls-tree", "-r", "-l", "-z", "--full-tree", sha).stdout
+    total = 0
+    for record in listing.split(b"\0"):
+        size = record.partition(b"\t")[0].split()[-1:]
+        if size and size[0].isdigit():  # submodules ("commit") list "-"
+            total += int(size[0])
+    return total
+
+
 def tree_id(repo_root: Path, sha: str) -> str:
     """The tree object id of commit `sha`."""
     proc = run_git(repo_root, "rev-parse", "--verify", f"{sha}^{{tree}}")

@@ -89,7 +89,7 @@ class Exports:
         with lock:
             if self.store is not None:
                 kept = self.store.get(sha) or self.store.put(
-                    sha, lambda dest: git.export_tree(top, sha, dest)
+                    sha, lambda dest: git.export_tree(top, sha, dest), git.tree_bytes(top, sha)
                 )
                 if kept is not None:
                     return kept
