@@ -84,7 +84,12 @@ class LiveIndex:
                 (m.key.namespace, m.key.name): m.body
                 for m in kinds.get(("argoproj.io", "AppProject"), ())
             },
-            evaluator=rbac.Evaluator(m.body for m in live),
+            evaluator=rbac.Evaluator(
+                m.body
+                for (group, _), found in kinds.items()
+                if group == rbac.RBAC_GROUP
+                for m in found
+            ),
         )
 
     def serves(self, live: Sequence[model.Manifest], settings: model.Settings) -> bool:

@@ -311,11 +311,8 @@ def _manual_message(
 
 
 def _hpa_for(ctx: RuleContext, key: model.ObjectKey) -> model.Manifest | None:
-    of_kind = getattr(ctx, "of_kind", None)
-    if of_kind is not None:
-        hpas: Sequence[model.Manifest] = of_kind("autoscaling", "HorizontalPodAutoscaler")
-    else:
-        hpas = [m for m in ctx.live if m.key.kind == "HorizontalPodAutoscaler"]
+    of_kind = getattr(ctx, "of_kind", None)  # diagnosis.Context's index; else every object
+    hpas = of_kind("autoscaling", "HorizontalPodAutoscaler") if of_kind else ctx.live
     for manifest in hpas:
         if (manifest.key.group, manifest.key.kind) != ("autoscaling", "HorizontalPodAutoscaler"):
             continue
