@@ -277,13 +277,20 @@ def run_all(
     Python (threads would take turns on one core), and forked processes were measured no faster
     on 2 cores (each report crossing the pipe costs what the second core saves)."""
     reports = []
-    for number, target in enumerate(targets, 1):
-        if target.app is None or target.rendered is None:
-            continue
-        if progress is not None:
-            progress(f"comparing {number}/{len(targets)} {target.name}")
-        reports.append(run_one(target, state, settings, pm, options, args, audit_log, index=index))
-        gc.freeze()  # each report lives all run too: the cyclic GC need not rescan it
+    try:
+        for number, target in enumerate(targets, 1):
+            if target.app is None or target.rendered is None:
+                continue
+            if progress is not None:
+                progress(f"comparing {number}/{len(targets)} {target.name}")
+            reports.append(
+                run_one(target, state, settings, pm, options, args, audit_log, index=index)
+            )
+            gc.freeze()  # each report lives all run too: the cyclic GC need not rescan it
+    finally:
+        history = _history_cache(args)
+        if history is not None:
+            history.flush()  # what the apps looked up in git, written once
     return reports
 
 

@@ -175,6 +175,7 @@ def test_history_is_kept_per_commit(
     assert first is not None
     assert first.subject == "second: bump cm"
     assert history("no/such/file.yaml") is None
+    source_cache.HistoryCache(tmp_path / "cache").flush()  # as run_all does once all apps ran
 
     monkeypatch.setattr(source_cache, "_histories", {})
     calls: list[str] = []

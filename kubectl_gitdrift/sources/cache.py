@@ -241,13 +241,27 @@ class HistoryCache:
             return known
 
     def put(self, sha: str, path: str, value: list[str] | None) -> None:
+        """Remember an answer; `flush` writes what was added (once per run, not per file)."""
         known = self.entries(sha)
         with _history_lock:
             known[path] = value
-            data = json.dumps(known, sort_keys=True, separators=(",", ":")).encode()
-        with contextlib.suppress(OSError):
-            _write(self.directory, self._path(sha), data)
+            _unwritten.add((self.directory, sha))
+
+    def flush(self) -> None:
+        with _history_lock:
+            due = sorted(sha for directory, sha in _unwritten if directory == self.directory)
+            _unwritten.difference_update((self.directory, sha) for sha in due)
+            data = {
+                sha: json.dumps(
+                    _histories[(self.directory, sha)], sort_keys=True, separators=(",", ":")
+                ).encode()
+                for sha in due
+            }
+        for sha, text in data.items():
+            with contextlib.suppress(OSError):
+                _write(self.directory, self._path(sha), text)
 
 
 _history_lock = threading.Lock()
 _histories: dict[tuple[Path, str], dict[str, Any]] = {}
+_unwritten: set[tuple[Path, str]] = set()
