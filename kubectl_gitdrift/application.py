@@ -172,6 +172,7 @@ def parse_settings(configmap: Mapping[str, Any] | None) -> model.Settings:
         reconciliation_timeout=data.get("timeout.reconciliation", "").strip() or "120s",
         from_configmap=True,
         controller_namespace=str(_map(configmap.get("metadata")).get("namespace") or "argocd"),
+        server_side_diff=data.get("controller.diff.server.side", "").strip().lower() == "true",
     )
 
 

@@ -208,6 +208,15 @@ class Settings:
     reconciliation_timeout: str = "120s"
     from_configmap: bool = False
     controller_namespace: str = "argocd"
+    server_side_diff: bool = False  # controller.diff.server.side: Server-Side Diff for every app
+
+
+class DiffStrategy(str, enum.Enum):
+    """How Argo CD computes the predicted live object of an app's resources."""
+
+    LEGACY = "legacy"  # client-side three-way with last-applied-configuration
+    STRUCTURED_MERGE = "structured-merge"  # ServerSideApply=true: SSA from managedFields
+    SERVER_SIDE_DIFF = "server-side-diff"  # ServerSideDiff=true: the API server's apply dry-run
 
 
 @dataclass(frozen=True, slots=True)
@@ -426,6 +435,8 @@ class AppReport:
     remedies: tuple[Remedy, ...]
     notes: tuple[str, ...] = ()  # caveats about the inputs ("snapshot has no managedFields")
     application: Application | None = None
+    strategy: DiffStrategy = DiffStrategy.LEGACY  # how Argo CD diffs this app
+    strategy_reason: str = ""  # the option that chose it, e.g. "syncOptions ServerSideApply=true"
 
 
 @dataclass(frozen=True, slots=True)
