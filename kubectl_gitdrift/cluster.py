@@ -2,7 +2,8 @@
 
 A translator, not a second model: every object leaves as a plain ``dict`` (kr8s's raw form),
 never as a kr8s object. Reads only: discovery, ``/version``, ``/openapi/v3``, and LISTs (never
-one GET per object). kr8s's async API runs on a private event loop owned by :class:`Cluster`, so
+one GET per object), plus SubjectAccessReviews; and, only when asked (``--server-dry-run``),
+Argo CD's server-side apply dry-run (``dryRun=All``: the server persists nothing). kr8s's async API runs on a private event loop owned by :class:`Cluster`, so
 callers stay synchronous.
 
 kr8s 0.20 behaviours this module relies on or works around:
@@ -43,9 +44,12 @@ import kr8s.asyncio
 from kubectl_gitdrift import rbac
 from kubectl_gitdrift.errors import ClusterError
 
-__all__ = ["Cluster", "Config", "Discovery", "Kind", "ListResult", "Query"]
+__all__ = ["Cluster", "Config", "Discovery", "DryRun", "Kind", "ListResult", "Query"]
 
 T = TypeVar("T")
+SSA_MANAGER = "argocd-controller"
+"""The field manager Argo CD applies and dry-runs with (argo-cd common.ArgoCDSSAManager)."""
+APPLY_PATCH = "application/apply-patch+yaml"
 _AGGREGATED = (
     "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json"
 )
@@ -194,6 +198,18 @@ class ListResult:
     requests: int = 0
 
 
+@dataclass(frozen=True)
+class DryRun:
+    """What one server-side apply dry-run gave: the object the server would store, or why
+    there is none."""
+
+    sent: Mapping[str, Any]  # the object applied
+    predicted: dict[str, Any] | None = None  # the server's answer (with managedFields)
+    error: str = ""  # non-empty: no prediction (a one-line reason)
+    status: int = 0  # HTTP status (403 when `patch` is not allowed), 0 for transport failures
+    requests: int = 0
+
+
 class _Unreadable(Exception):
     def __init__(self, message: str, status: int = 0) -> None:
         super().__init__(message)
@@ -208,7 +224,8 @@ class _Expired(Exception):
 
 
 class Cluster:
-    """A read-only connection to one cluster (context manager; synchronous facade)."""
+    """A read-only connection to one cluster (context manager; synchronous facade); the one
+    PATCH it can send is a dryRun=All apply (:meth:`dry_run_apply`)."""
 
     def __init__(self, config: Config) -> None:
         self.config = config
@@ -392,13 +409,40 @@ class Cluster:
 
         Returns the final response, whatever its status; raises _Unreadable when every
         attempt failed at the transport level."""
+        return await self._request(
+            "GET",
+            base,
+            version=version,
+            namespace=namespace,
+            url=url,
+            params=params,
+            headers=headers,
+        )
+
+    async def _request(
+        self,
+        method: str,
+        base: str,
+        *,
+        version: str = "",
+        namespace: str = "",
+        url: str = "",
+        params: Mapping[str, str] | None = None,
+        headers: Mapping[str, str] | None = None,
+        content: bytes | None = None,
+    ) -> httpx.Response:
+        """One request with retries on 429/5xx (honouring Retry-After), timeouts and drops;
+        only for requests that change nothing (GETs, dry-runs), which are safe to repeat."""
         cfg = self.config
         attempt = 0
         while True:
             self.requests += 1
             try:
                 response = await asyncio.wait_for(
-                    self._call(base, version, namespace, url, params or {}, headers), cfg.timeout
+                    self._call(
+                        method, base, version, namespace, url, params or {}, headers, content
+                    ),
+                    cfg.timeout,
                 )
             except (
                 httpx.TransportError,
@@ -428,16 +472,20 @@ class Cluster:
 
     async def _call(
         self,
+        method: str,
         base: str,
         version: str,
         namespace: str,
         url: str,
         params: Mapping[str, str],
         headers: Mapping[str, str] | None,
+        content: bytes | None = None,
     ) -> httpx.Response:
         extra: dict[str, Any] = {"headers": dict(headers)} if headers else {}
+        if content is not None:
+            extra["content"] = content
         async with self._api.call_api(
-            "GET",
+            method,
             version=version,
             base=base,
             namespace=namespace or None,
@@ -618,6 +666,94 @@ class Cluster:
             token = str((body.get("metadata") or {}).get("continue") or "")
             if not token:
                 return items
+
+    # ------------------------------------------------------------------ apply dry-run
+    def dry_run_apply(
+        self, objects: Sequence[Mapping[str, Any]], *, manager: str = SSA_MANAGER
+    ) -> list[DryRun]:
+        """Ask the API server what applying each object would store, exactly as Argo CD's
+        Server-Side Diff asks it: a server-side apply PATCH (`application/apply-patch+yaml`)
+        with `dryRun=All` (admission runs, nothing is persisted), `fieldManager=manager` and
+        `force=true`. Concurrent (bounded), in `objects` order; one DryRun each, with the
+        predicted object or why there is none. The only PATCH gitdrift sends, and only when
+        asked (--server-dry-run)."""
+        return self._run(self._dry_run_all(objects, manager))
+
+    async def _dry_run_all(
+        self, objects: Sequence[Mapping[str, Any]], manager: str
+    ) -> list[DryRun]:
+        return list(await asyncio.gather(*(self._dry_run(o, manager) for o in objects)))
+
+    async def _dry_run(self, body: Mapping[str, Any], manager: str) -> DryRun:
+        metadata = body.get("metadata") or {}
+        name = str(metadata.get("name") or "")
+        namespace = str(metadata.get("namespace") or "")
+        group, _, version = str(body.get("apiVersion") or "").rpartition("/")
+        kind_name = str(body.get("kind") or "")
+        kind = self.discovery.find(group, kind_name, version)
+        what = f"{kind_name}.{group}" if group else kind_name
+        if kind is None:
+            return DryRun(body, error=f"cannot dry-run {what} {name}: the kind is not served")
+        where = f"{kind.resource} {namespace + '/' if kind.namespaced else ''}{name}"
+        assert self._sem is not None
+        async with self._sem:
+            before = self.requests
+            try:
+                response = await self._request(
+                    "PATCH",
+                    "/apis" if kind.group else "/api",
+                    version=kind.api_version,
+                    namespace=namespace if kind.namespaced else "",
+                    url=f"{kind.plural}/{name}",
+                    params={"dryRun": "All", "fieldManager": manager, "force": "true"},
+                    headers={
+                        "Content-Type": APPLY_PATCH,
+                        "Accept": "application/json",
+                    },
+                    content=json.dumps(body, separators=(",", ":")).encode(),
+                )
+            except _Unreadable as exc:
+                return DryRun(
+                    body,
+                    error=f"cannot dry-run {where}: {exc}",
+                    requests=self.requests - before,
+                )
+        requests = self.requests - before
+        code = response.status_code
+        if code == 401:
+            raise self._unauthorized()
+        if code == 403:
+            return DryRun(
+                body,
+                error=f"cannot dry-run {where}: 403 Forbidden: RBAC does not allow verb 'patch' "
+                f"on {kind.resource}"
+                + (f" in namespace {namespace}" if kind.namespaced and namespace else "")
+                + " (--server-dry-run sends a dryRun=All apply PATCH, which needs it)",
+                status=403,
+                requests=requests,
+            )
+        if code not in (200, 201):
+            phrase = f"{code} {response.reason_phrase}".strip()
+            tries = " after retries" if code == 429 or code >= 500 else ""
+            return DryRun(
+                body,
+                error=f"cannot dry-run {where}: {phrase}{tries}: {_status_message(response)}",
+                status=code,
+                requests=requests,
+            )
+        try:
+            predicted = response.json()
+        except ValueError:
+            predicted = None
+        if not isinstance(predicted, dict) or not isinstance(predicted.get("metadata"), dict):
+            return DryRun(
+                body,
+                error=f"cannot dry-run {where}: the server's answer is not an object",
+                status=code,
+                requests=requests,
+            )
+        predicted = {"apiVersion": kind.api_version, "kind": kind.kind, **predicted}
+        return DryRun(body, predicted, status=code, requests=requests)
 
     # ------------------------------------------------------------------ OpenAPI
     def openapi(self, group_versions: Iterable[str]) -> tuple[dict[str, Any], list[str]]:

@@ -79,12 +79,21 @@ def build_parser(prog: str = "kubectl gitdrift") -> Parser:
         "($KUBECTL_GITDRIFT_CACHE_DIR, else $XDG_CACHE_HOME/kubectl-gitdrift)",
     )
     live = parser.add_argument_group("cluster side")
-    live.add_argument(
+    offline_or_dry_run = live.add_mutually_exclusive_group()
+    offline_or_dry_run.add_argument(
         "--snapshot",
         metavar="PATH",
         type=Path,
         help="offline: a kubectl get -o yaml List, multi-doc YAML/JSON, .gz, or a "
         "directory of them",
+    )
+    offline_or_dry_run.add_argument(
+        "--server-dry-run",
+        action="store_true",
+        help="live only, opt-in: for apps Argo CD compares with Server-Side Diff, ask the API "
+        "server what applying git would store, as Argo CD does (a server-side apply PATCH "
+        "with dryRun=All, fieldManager=argocd-controller, force=true). Needs 'patch' "
+        "permission on the app's kinds; persists nothing (dryRun=All). Default: read-only",
     )
     live.add_argument(
         "-n",
