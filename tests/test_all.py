@@ -17,7 +17,6 @@ import yaml
 from kubectl_gitdrift import workflow
 from kubectl_gitdrift.errors import ExitCode
 from tests.apiserver import (
-    REFERENCE_DIR,
     ServerFactory,
     kube_apiserver,  # noqa: F401 - the fixture
 )
@@ -124,7 +123,6 @@ def test_all_reports_a_broken_app_and_goes_on(
 
 
 @pytest.mark.cluster
-@pytest.mark.skipif(not REFERENCE_DIR.is_dir(), reason="reference recordings not found")
 def test_all_live_equals_offline_on_its_export(
     kube_apiserver: ServerFactory,  # noqa: F811
     run_cli: Callable[..., Result],

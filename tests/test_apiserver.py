@@ -35,7 +35,6 @@ from tests.apiserver import (
 
 pytestmark = [
     pytest.mark.cluster,
-    pytest.mark.skipif(not REFERENCE_DIR.is_dir(), reason="reference recordings not found"),
 ]
 
 Obj = dict[str, Any]

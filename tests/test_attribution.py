@@ -6,13 +6,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pytest
-
 from kubectl_gitdrift import attribution, model
 from tests.conftest import TESTDATA
 from tests.diagnose_helper import diagnose
 
-REFERENCE = Path(__file__).resolve().parents[2] / "shared" / "reference" / "apiserver"
+REFERENCE = Path(__file__).resolve().parents[1] / "testdata" / "apiserver"
 CONTAINER = model.ListKey((("name", "guestbook"),))
 IMAGE = ("spec", "template", "spec", "containers", CONTAINER, "image")
 PORT = model.ListKey((("containerPort", 80),))
@@ -20,9 +18,6 @@ PORT = model.ListKey((("containerPort", 80),))
 
 def _ref(name: str) -> dict:  # type: ignore[type-arg]
     return json.loads((REFERENCE / name).read_text())  # type: ignore[no-any-return]
-
-
-pytestmark = pytest.mark.skipif(not REFERENCE.is_dir(), reason="reference recordings not found")
 
 
 def test_set_image_and_edit_owners_from_the_recording() -> None:

@@ -17,7 +17,6 @@ import yaml
 from kubectl_gitdrift import cluster, workflow
 from kubectl_gitdrift.errors import ExitCode
 from tests.apiserver import (
-    REFERENCE_DIR,
     ServerFactory,
     kube_apiserver,  # noqa: F401 - the fixture
 )
@@ -157,7 +156,6 @@ def test_workers_must_be_a_positive_number(
 
 
 @pytest.mark.cluster
-@pytest.mark.skipif(not REFERENCE_DIR.is_dir(), reason="reference recordings not found")
 def test_parallel_and_sequential_live_give_the_same_bytes(
     kube_apiserver: ServerFactory,  # noqa: F811
     run_cli: Callable[..., Result],

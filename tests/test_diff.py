@@ -14,7 +14,7 @@ from kubectl_gitdrift.normalize import LAST_APPLIED
 from kubectl_gitdrift.openapi import load_builtin_definitions
 from kubectl_gitdrift.schema import Node, Schema
 
-REFERENCE = Path(__file__).resolve().parents[2] / "shared" / "reference" / "apiserver"
+REFERENCE = Path(__file__).resolve().parents[1] / "testdata" / "apiserver"
 
 
 @pytest.fixture(scope="module")
@@ -243,8 +243,6 @@ def test_suppressed_names_the_rule_that_hid_each_field(schema: Schema) -> None:
 
 def _recorded_secret() -> dict[str, Any]:
     path = REFERENCE / "incident-06-secret-applied-with-stringdata.json"
-    if not path.exists():
-        pytest.skip(f"{path} is not present")
     body: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
     return body
 

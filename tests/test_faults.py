@@ -22,7 +22,6 @@ import pytest
 from kubectl_gitdrift import workflow
 from kubectl_gitdrift.errors import ExitCode
 from tests.apiserver import (
-    REFERENCE_DIR,
     KubeAPIServer,
     ServerFactory,
     kube_apiserver,  # noqa: F401 - the fixture
@@ -32,7 +31,6 @@ from tests.test_live import incident_objects, live_args, resource
 
 pytestmark = [
     pytest.mark.cluster,
-    pytest.mark.skipif(not REFERENCE_DIR.is_dir(), reason="reference recordings not found"),
 ]
 
 Obj = dict[str, Any]

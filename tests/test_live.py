@@ -19,7 +19,6 @@ import yaml
 from kubectl_gitdrift import workflow
 from kubectl_gitdrift.errors import ExitCode
 from tests.apiserver import (
-    REFERENCE_DIR,
     AccessRule,
     Identity,
     KubeAPIServer,
@@ -30,7 +29,6 @@ from tests.conftest import TESTDATA, Result
 
 pytestmark = [
     pytest.mark.cluster,
-    pytest.mark.skipif(not REFERENCE_DIR.is_dir(), reason="reference recordings not found"),
 ]
 
 INCIDENT = TESTDATA / "incident"

@@ -20,7 +20,6 @@ from kubectl_gitdrift import workflow
 from kubectl_gitdrift.errors import ExitCode
 from tests import conftest
 from tests.apiserver import (
-    REFERENCE_DIR,
     ServerFactory,
     kube_apiserver,  # noqa: F401 - the fixture
 )
@@ -29,7 +28,6 @@ from tests.conftest import ROOT, TESTDATA, Result
 
 pytestmark = [
     pytest.mark.cluster,
-    pytest.mark.skipif(not REFERENCE_DIR.is_dir(), reason="reference recordings not found"),
 ]
 
 INCIDENT = TESTDATA / "incident"

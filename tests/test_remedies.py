@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 import json
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -16,7 +17,7 @@ from tests.conftest import TESTDATA
 from tests.diagnose_helper import diagnose
 
 INCIDENT = TESTDATA / "incident"
-REFERENCE = Path(__file__).resolve().parents[2] / "shared" / "reference" / "apiserver"
+REFERENCE = Path(__file__).resolve().parents[1] / "testdata" / "apiserver"
 
 
 @pytest.fixture
@@ -149,8 +150,8 @@ def test_revert_patch_addresses_merge_keyed_items() -> None:
     )
 
 
-def test_policies_are_valid_yaml_and_name_the_controller() -> None:
-    report = diagnose(INCIDENT / "snapshot.yaml", _shared_repo())
+def test_policies_are_valid_yaml_and_name_the_controller(incident_repo: Path) -> None:
+    report = diagnose(INCIDENT / "snapshot.yaml", incident_repo)
     prevent = {r.title: r for r in report.remedies if r.kind is model.RemedyKind.PREVENT}
     admission = prevent["Make git the only write path (admission policy)"].snippet or ""
     vap, binding, kyverno = yaml.safe_load_all(admission)
@@ -181,8 +182,8 @@ def test_policies_are_valid_yaml_and_name_the_controller() -> None:
     assert selfheal.endswith("""-p '{"spec":{"syncPolicy":{"automated":{"selfHeal":true}}}}'""")
 
 
-def test_ignore_differences_snippet_appends_or_creates() -> None:
-    report = diagnose(INCIDENT / "snapshot.yaml", _shared_repo())
+def test_ignore_differences_snippet_appends_or_creates(incident_repo: Path) -> None:
+    report = diagnose(INCIDENT / "snapshot.yaml", incident_repo)
     app = report.application
     assert app is not None
     key = model.ObjectKey("apps", "Deployment", "prod", "guestbook")
@@ -201,19 +202,10 @@ def test_ignore_differences_snippet_appends_or_creates() -> None:
     assert ops[1]["value"] == ["RespectIgnoreDifferences=true"]
 
 
-_REPO: list[Path] = []
-
-
-def _shared_repo() -> Path:
-    if not _REPO:
-        import tempfile
-
-        from tests.conftest import load_make_repo
-
-        dest = Path(tempfile.mkdtemp(prefix="gitdrift-remedies-")) / "repo"
-        load_make_repo().build_repo(INCIDENT / "repo-src", dest)
-        _REPO.append(dest)
-    return _REPO[0]
+@pytest.fixture
+def incident_repo(build_repo: Callable[[Path], Path]) -> Path:
+    """The incident repo, built once per session under pytest's tmp dir (read-only use)."""
+    return build_repo(INCIDENT / "repo-src")
 
 
 # --------------------------------------------------------------------------- Secrets
@@ -237,15 +229,14 @@ def _secret_drift() -> model.Drift:
     )
 
 
-@pytest.mark.skipif(not REFERENCE.is_dir(), reason="reference recordings not found")
-def test_no_secret_value_reaches_any_remedy_patch_or_markdown() -> None:
+def test_no_secret_value_reaches_any_remedy_patch_or_markdown(incident_repo: Path) -> None:
     drift = _secret_drift()
     annotation = drift.live["metadata"]["annotations"][  # type: ignore[index]
         "kubectl.kubernetes.io/last-applied-configuration"
     ]
     plain = json.loads(annotation)["stringData"]
     assert plain  # the recording does keep plain values there
-    app = diagnose(INCIDENT / "snapshot.yaml", _shared_repo()).application
+    app = diagnose(INCIDENT / "snapshot.yaml", incident_repo).application
     assert app is not None
 
     def locate(d: model.Drift, c: model.Change) -> remedies.Location:

@@ -24,7 +24,6 @@ import pytest
 from kubectl_gitdrift import workflow
 from kubectl_gitdrift.errors import ExitCode
 from tests.apiserver import (
-    REFERENCE_DIR,
     ServerFactory,
     kube_apiserver,  # noqa: F401 - the fixture
 )
@@ -307,7 +306,6 @@ def test_offline_outputs_never_show_a_secret_value(
 
 
 @pytest.mark.cluster
-@pytest.mark.skipif(not REFERENCE_DIR.is_dir(), reason="reference recordings not found")
 def test_live_outputs_and_the_export_never_hold_a_secret_value(
     kube_apiserver: ServerFactory,  # noqa: F811
     repo: Path,

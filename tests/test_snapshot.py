@@ -194,9 +194,7 @@ def test_secret_fingerprints() -> None:
 
 
 def test_reduce_definitions_keeps_what_the_kinds_reference() -> None:
-    doc = json.loads(
-        (Path(__file__).parent / "apiserver/data/openapi-02-v3-apis-apps-v1.json").read_text()
-    )
+    doc = json.loads((TESTDATA / "apiserver" / "openapi-02-v3-apis-apps-v1.json").read_text())
     from kubectl_gitdrift import openapi
 
     definitions = openapi.definitions_from_openapi_v3(doc)

@@ -36,8 +36,8 @@ from .tls import session_tls
 
 Obj = dict[str, Any]
 ObjectsArg = Iterable[Obj] | Obj | str | Path
-#: Directory of the recordings from the real kube-apiserver (``shared/`` beside the repo).
-REFERENCE_DIR = Path(__file__).resolve().parents[3] / "shared" / "reference" / "apiserver"
+#: Directory of the recordings from the real kube-apiserver (testdata/apiserver/README.md).
+REFERENCE_DIR = Path(__file__).resolve().parents[2] / "testdata" / "apiserver"
 
 
 @contextlib.contextmanager

@@ -1,6 +1,6 @@
 """API discovery documents, based on the recordings from a real kube-apiserver v1.33.5.
 
-The recorded documents (``data/discovery-0*.json``, copied from the shared reference) are served
+The recorded documents (``testdata/apiserver/discovery-0*.json``) are served
 as they are. Group-versions that were not recorded one by one are derived from the aggregated
 discovery document (``discovery-04``), which lists every group's resources. Kinds that the
 recordings lack (a ``CustomResourceDefinition`` in the store, or an object of an unknown kind)
@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 JSON = dict[str, Any]
-DATA_DIR = Path(__file__).with_name("data")
+DATA_DIR = Path(__file__).resolve().parents[2] / "testdata" / "apiserver"
 
 #: Verbs (in the order a CRD's discovery lists them) for custom resources.
 CRD_VERBS = ("delete", "deletecollection", "get", "list", "patch", "create", "update", "watch")
