@@ -971,14 +971,14 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         return _json(201, answer)
 
 
-#: The recorded OpenAPI v3 documents the server has (``data/openapi-0*.json``), by index key.
+#: The recorded OpenAPI v3 documents the server has (testdata/apiserver/openapi-0*.json), by key.
 _OPENAPI_DOCS = {"apis/apps/v1": "openapi-02-v3-apis-apps-v1.json"}
 
 
 def _openapi_v3(path: str) -> _Response:
-    """``/openapi/v3``: the recorded index reduced to the documents in ``data/`` (served as
+    """``/openapi/v3``: the recorded index reduced to the documents in testdata (served as
     ``text/plain`` like the real server), and those documents (``public, immutable``)."""
-    data_dir = Path(__file__).with_name("data")
+    data_dir = Path(__file__).resolve().parents[2] / "testdata" / "apiserver"
     if path == "/openapi/v3":
         index = json.loads((data_dir / "openapi-01-v3-index.json").read_text())
         paths = {k: v for k, v in index["paths"].items() if k in _OPENAPI_DOCS}
