@@ -41,6 +41,9 @@ class Inputs:
     project: model.Body | None = None  # the app's AppProject; else looked up in `live`
     now: str = ""  # the moment the state describes; default: the app's status.reconciledAt
     index: LiveIndex | None = None  # `live` indexed once for every app of a run (--all)
+    # --server-dry-run: the API server's answer to Argo CD's apply dry-run (dryRun=All,
+    # argocd-controller, force) per desired object; used as the predicted object when present
+    dry_run: Mapping[model.ObjectKey, model.Body] | None = None
 
 
 @dataclass(frozen=True)
