@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from kubectl_gitdrift import model
@@ -108,7 +108,7 @@ def prepare_desired(
     by_key: dict[model.ObjectKey, model.Manifest] = {}
     duplicates: list[model.ObjectKey] = []
     defaulted: set[model.ObjectKey] = set()
-    for manifest in manifests:
+    for index, manifest in enumerate(manifests):
         body = dict(manifest.body)  # only metadata is written: the rest stays shared
         if "metadata" not in body:
             body["metadata"] = {}
@@ -125,9 +125,13 @@ def prepare_desired(
         key = model.ObjectKey.of(body)
         if not _is_crd(key):
             _write_tracking(body, key, instance, app, settings)
-        if key in by_key:
+        slot = key
+        if not key.name and metadata.get("generateName"):
+            # NormalizeTargetObjects: `<generateName><index>`, so such objects never collide
+            slot = replace(key, name=f"{metadata['generateName']}{index}")
+        if slot in by_key:
             duplicates.append(key)
-        by_key[key] = model.Manifest(key, body, manifest.origin)
+        by_key[slot] = model.Manifest(key, body, manifest.origin)
     return list(by_key.values()), sorted(set(duplicates)), defaulted
 
 

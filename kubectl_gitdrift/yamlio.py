@@ -145,7 +145,9 @@ def require_object(
     item: int | None = None,
     error: type[GitDriftError] = SourceError,
 ) -> None:
-    """Raise unless `doc` has a non-empty string apiVersion, kind and metadata.name."""
+    """Raise unless `doc` has a non-empty string apiVersion, kind and metadata.name (or
+    metadata.generateName: hooks such as `generateName: db-migrate-` are valid manifests; Argo CD
+    never compares them)."""
     where = f"{name}: document {index}" + (f": items[{item}]" if item is not None else "")
     for field in ("apiVersion", "kind"):
         value = doc.get(field)
@@ -155,6 +157,9 @@ def require_object(
     if not isinstance(metadata, Mapping):
         raise error(f"{where}: {doc['kind']}: metadata missing" + _got(metadata))
     obj_name = metadata.get("name")
+    generate_name = metadata.get("generateName")
+    if obj_name is None and isinstance(generate_name, str) and generate_name:
+        return
     if not isinstance(obj_name, str) or not obj_name:
         raise error(f"{where}: {doc['kind']}: metadata.name missing" + _got(obj_name))
 

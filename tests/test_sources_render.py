@@ -323,9 +323,10 @@ def test_glob_match() -> None:
     assert not directory.glob_match("[!x]*.json", "x.json")
 
 
-def test_jsonnet_is_reported(repo: Repo, tmp_path: Path) -> None:
+def test_jsonnet_is_evaluated(repo: Repo, tmp_path: Path) -> None:
+    # an object without kind is an error, as Argo CD's "Failed to unmarshal generated json"
     write(repo.root, "plain/app.jsonnet", "{}\n")
-    with pytest.raises(SourceError, match="jsonnet sources are not supported yet"):
+    with pytest.raises(SourceError, match=r"^plain/app.jsonnet: document 1: apiVersion missing"):
         render(make_app("plain"), repo.root, local=True, workdir=tmp_path / "w")
 
 
@@ -337,11 +338,12 @@ def test_source_type_detection(repo: Repo, tmp_path: Path) -> None:
     if helm.helm_binary() is None:
         with pytest.raises(SourceError, match="helm sources need the helm binary"):
             render(make_app("chart"), repo.root, local=True, workdir=tmp_path / "w")
-    # an explicit directory source wins over a kustomization file (which is then no object)
-    with pytest.raises(SourceError, match=r"kustomization.yaml: document 1: apiVersion missing"):
-        render(
-            make_app("overlays/prod/guestbook", kind="directory"), repo.root, workdir=tmp_path / "w"
-        )
+    # an explicit directory source wins over a kustomization file, which is no manifest (no
+    # kind, no `apiVersion:`): skipped, as Argo CD's getObjsFromYAMLOrJSON skips it
+    rendered = render(
+        make_app("overlays/prod/guestbook", kind="directory"), repo.root, workdir=tmp_path / "w"
+    )
+    assert all(not (m.origin or "").endswith("kustomization.yaml") for m in rendered.manifests)
 
 
 def test_multi_source_skips_ref_only_sources(repo: Repo, tmp_path: Path) -> None:

@@ -2,8 +2,16 @@
 
 Follows `findManifests` in Argo CD's repo-server: `recurse` walks subdirectories; `exclude` is
 matched before `include`, both gobwas-style globs against the path relative to the source path
-(`*` also crosses `/`, `{a,b}` alternatives); only `*.yaml`, `*.yml` and `*.json` are read; a file
-containing `+argocd:skip-file-rendering` is skipped. Jsonnet is not supported yet.
+(`*` also crosses `/`, `{a,b}` alternatives); only `*.yaml`, `*.yml`, `*.json` and `*.jsonnet`
+are read (`disableExtensionFilter` reads every file); a file containing
+`+argocd:skip-file-rendering` is skipped. `*.jsonnet` files are evaluated (sources/jsonnet.py).
+
+A YAML file that is not a manifest is skipped as Argo CD's `getObjsFromYAMLOrJSON` skips it: when
+its first document does not decode as a Kubernetes object (not a mapping, no `kind`, not YAML at
+all) and the file does not contain all of `apiVersion:`, `kind:` and `metadata:` (a Helm values
+file, a config file, a mkdocs.yml). After a valid object, a bad document is an error, and so is
+a bad file that looks like a manifest. A JSON object without `kind` is skipped too (Argo CD reads
+it as an OCI image manifest and adds nothing).
 """
 
 from __future__ import annotations
@@ -11,20 +19,29 @@ from __future__ import annotations
 import functools
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from kubectl_gitdrift import yamlio
 from kubectl_gitdrift.errors import SourceError
 from kubectl_gitdrift.model import Manifest, ObjectKey
+from kubectl_gitdrift.sources import jsonnet as jsonnet_source
 
 SKIP_MARKER = b"+argocd:skip-file-rendering"
 MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
+_MANIFEST_MARKERS = (b"apiVersion:", b"kind:", b"metadata:")
 
 
-def collect(tree: Path, app_path: str, options: Mapping[str, Any] | None = None) -> list[Manifest]:
-    """The objects of the directory source at `tree/app_path`, origin = repo-relative file path."""
+def collect(
+    tree: Path,
+    app_path: str,
+    options: Mapping[str, Any] | None = None,
+    env: Mapping[str, str] | None = None,
+) -> list[Manifest]:
+    """The objects of the directory source at `tree/app_path`, origin = repo-relative file path.
+
+    `env` is Argo CD's build environment, substituted into jsonnet extVars and TLAs."""
     options = options or {}
     display = app_path.strip("/") or "."
     app_dir = tree / app_path if display != "." else tree
@@ -33,30 +50,31 @@ def collect(tree: Path, app_path: str, options: Mapping[str, Any] | None = None)
     exclude = str(options.get("exclude") or "")
     no_filter = bool(options.get("disableExtensionFilter"))
     jsonnet = options.get("jsonnet")
-    if isinstance(jsonnet, Mapping) and any(jsonnet.values()):
-        raise SourceError(f"{display}: jsonnet sources are not supported yet")
+    if jsonnet is not None and not isinstance(jsonnet, Mapping):
+        raise SourceError(
+            f"{display}: directory.jsonnet: mapping expected, got {yamlio.type_name(jsonnet)}"
+        )
 
     manifests: list[Manifest] = []
     for path in _walk(app_dir, recurse):
         rel = path.relative_to(app_dir).as_posix()
-        if path.name.endswith(".jsonnet"):
-            if _selected(rel, include, exclude):
-                raise SourceError(
-                    f"{_repo_rel(path, tree)}: jsonnet sources are not supported yet",
-                    hint="exclude the file with spec.source.directory.exclude to diff the rest",
-                )
-            continue
-        if not no_filter and not path.name.endswith(MANIFEST_SUFFIXES):
+        is_jsonnet = path.name.endswith(".jsonnet")
+        if not no_filter and not is_jsonnet and not path.name.endswith(MANIFEST_SUFFIXES):
             continue
         if not _selected(rel, include, exclude):
             continue
         repo_rel = _repo_rel(path, tree)
         if path.is_symlink() and not path.resolve().is_relative_to(tree.resolve()):
             raise SourceError(f"{repo_rel}: symlink points outside the repository")
+        if not path.is_file():
+            continue  # a dangling symlink, a fifo: Argo CD ignores them
         data = path.read_bytes()
         if SKIP_MARKER in data:
             continue
-        for body in yamlio.load_objects(data, repo_rel):
+        if is_jsonnet:
+            manifests.extend(jsonnet_source.evaluate(path, tree, app_dir, jsonnet, env or {}))
+            continue
+        for body in _file_objects(data, repo_rel, path.name.endswith(".json")):
             manifests.append(Manifest(key=ObjectKey.of(body), body=body, origin=repo_rel))
     return manifests
 
@@ -67,7 +85,82 @@ def glob_match(pattern: str, text: str) -> bool:
     return _compile(pattern).fullmatch(text) is not None
 
 
+def has_glob(path: str) -> bool:
+    """Argo CD's isGlobPath: `*`, `?` or `[` (doublestar's metacharacters)."""
+    return any(c in path for c in "*?[")
+
+
+def filepath_glob(pattern: str) -> list[Path]:
+    """doublestar.FilepathGlob: the files matching the absolute `pattern` (`*`, `?`, `[…]`,
+    `{a,b}` within one path segment, `**` any number of directories), in its walk order (each
+    directory's own matches first, then its subdirectories, entries in lexical order)."""
+    parts = [p for p in Path(pattern).parts]
+    base = Path(parts[0])
+    segments = parts[1:]
+    while segments and not has_glob(segments[0]) and "{" not in segments[0]:
+        base = base / segments[0]
+        segments = segments[1:]
+    if not segments:
+        return [base] if base.is_file() else []
+    out: list[Path] = []
+    _glob_into(base, segments, out)
+    seen: set[Path] = set()
+    return [p for p in out if not (p in seen or seen.add(p))]  # type: ignore[func-returns-value]
+
+
 # --------------------------------------------------------------------------- internals
+
+
+def _glob_into(directory: Path, segments: Sequence[str], out: list[Path]) -> None:
+    if not directory.is_dir():
+        return
+    head, rest = segments[0], segments[1:]
+    try:
+        entries = sorted(os.scandir(directory), key=lambda e: e.name)
+    except OSError:
+        return
+    if head == "**":
+        if rest:
+            _glob_into(directory, rest, out)
+        else:
+            out.extend(Path(e.path) for e in entries if e.is_file())
+        for entry in entries:
+            if entry.is_dir(follow_symlinks=False):
+                _glob_into(Path(entry.path), segments, out)
+        return
+    for entry in entries:
+        if not _compile(head).fullmatch(entry.name):  # a name has no `/`: `*` stays in it
+            continue
+        if rest:
+            if entry.is_dir():
+                _glob_into(Path(entry.path), rest, out)
+        elif entry.is_file():
+            out.append(Path(entry.path))
+
+
+def _file_objects(data: bytes, repo_rel: str, is_json: bool) -> list[dict[str, Any]]:
+    """The objects of one file, or none for a YAML/JSON file that is not a manifest."""
+    try:
+        return yamlio.load_objects(data, repo_rel)
+    except SourceError:
+        if not is_json and all(marker in data for marker in _MANIFEST_MARKERS):
+            raise  # looks like a manifest: a broken one
+        try:
+            docs = [doc for doc in yamlio.load_any(data, repo_rel) if doc is not None]
+        except SourceError:
+            if is_json:
+                raise
+            return []  # not YAML at all, and not manifest-like
+        if not docs or _decodes(docs[0]):
+            raise  # the first document is an object (a later one is bad, or a field is)
+        if is_json and not isinstance(docs[0], Mapping):
+            raise  # Argo CD: "Failed to unmarshal"
+        return []
+
+
+def _decodes(doc: Any) -> bool:
+    """Would Kubernetes' YAML-or-JSON decoder read `doc` as an unstructured object?"""
+    return isinstance(doc, Mapping) and isinstance(doc.get("kind"), str) and bool(doc["kind"])
 
 
 def _selected(rel: str, include: str, exclude: str) -> bool:

@@ -37,7 +37,7 @@ import yaml
 from kubectl_gitdrift import yamlio
 from kubectl_gitdrift.errors import SourceError
 from kubectl_gitdrift.model import Application, AppSource, Manifest, ObjectKey
-from kubectl_gitdrift.sources import process
+from kubectl_gitdrift.sources import directory, process
 from kubectl_gitdrift.sources.kustomize import envsubst
 
 HELM_ENV = "KUBECTL_GITDRIFT_HELM"
@@ -249,12 +249,13 @@ def _value_files(
     display: str,
 ) -> list[Path]:
     ignore_missing = bool(options.get("ignoreMissingValueFiles"))
-    out: list[Path] = []
+    resolved: list[tuple[str, Path, Path]] = []  # (as written, path or glob, its tree)
     for raw in (str(v) for v in options.get("valueFiles") or []):
         head = raw.split("/", 1)[0]
+        root = tree
         if raw.startswith("$") and head[1:] in tree_for_ref:
             # `$ref/…`: env substitution after the ref is resolved, path relative to that tree
-            ref_root = tree_for_ref[head[1:]]
+            ref_root = root = tree_for_ref[head[1:]]
             rest = envsubst("/" + raw.split("/", 1)[1] if "/" in raw else "/", env)
             path = _resolve_file(rest, ref_root, ref_root, "value file", display)
         elif re.fullmatch(r"\$[A-Za-z_][A-Za-z0-9_]*", head) and head[1:] not in env and "/" in raw:
@@ -267,6 +268,28 @@ def _value_files(
             )
         else:
             path = _resolve_file(envsubst(raw, env), chart_dir, tree, "value file", display)
+        resolved.append((raw, path, root))
+    # Argo CD's getResolvedValueFiles: a glob (`*`, `?`, `[`; `**` any directories) expands to
+    # its matches in doublestar's order, minus files also listed explicitly (they keep their own
+    # place); a file listed twice is passed once
+    explicit = {path for _, path, _ in resolved if not directory.has_glob(str(path))}
+    out: list[Path] = []
+    for raw, path, root in resolved:
+        if directory.has_glob(str(path)):
+            matches = directory.filepath_glob(str(path))
+            if not matches and not ignore_missing:
+                raise SourceError(
+                    f"source path {display}: values file glob {raw!r} matched no files",
+                    hint="fix spec.source.helm.valueFiles, or set ignoreMissingValueFiles: true",
+                )
+            for match in matches:
+                if not match.resolve().is_relative_to(root.resolve()):
+                    raise SourceError(
+                        f"source path {display}: values file glob {raw!r}: "
+                        f"{match.relative_to(root).as_posix()} is a symlink out of the repository"
+                    )
+            out.extend(m for m in matches if m not in explicit and m not in out)
+            continue
         if not path.is_file():
             if ignore_missing:
                 continue
@@ -274,7 +297,8 @@ def _value_files(
                 f"source path {display}: value file {raw} does not exist",
                 hint="fix spec.source.helm.valueFiles, or set ignoreMissingValueFiles: true",
             )
-        out.append(path)
+        if path not in out:
+            out.append(path)
     return out
 
 
