@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib.util
 import io
 import sys
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
@@ -13,9 +13,43 @@ from types import ModuleType
 import pytest
 
 from kubectl_gitdrift import cli, plugins
+from tests import read_guard
 
 ROOT = Path(__file__).resolve().parent.parent
 TESTDATA = ROOT / "testdata"
+read_guard.install()  # from here on every file this process opens is checked
+
+
+@pytest.fixture(autouse=True)
+def _reads_stay_in_the_repository(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Every test reads only the repository, tmp dirs and the Python installation, never
+    ../shared: a plain clone runs the whole suite (tests/read_guard.py)."""
+    read_guard.allow(tmp_path_factory.getbasetemp())
+    with read_guard.watch() as outside:
+        yield
+    if outside:
+        pytest.fail(read_guard.describe(outside))
+
+
+def pytest_runtest_logstart(nodeid: str) -> None:
+    read_guard.label(nodeid)
+
+
+def pytest_runtest_logfinish() -> None:
+    read_guard.label(None)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport() -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    """A skip because a file is missing is a failure: fixtures live in the repository."""
+    report = yield
+    read_guard.skip_for_missing_file(report)
+    return report
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """Reads outside the repository by no test of tests/ (collection, plugins/) fail the run."""
+    read_guard.fail_session(session)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -50,16 +84,43 @@ def _cluster_stays_read_only(request: pytest.FixtureRequest) -> Iterator[None]:
     """Every test, live or not: no loopback API server (tests/apiserver) saw a write while it
     ran, whether the server came from the `kube_apiserver` fixture, `serve()`, or a shared
     module fixture. Only get/list/watch and SubjectAccessReview create are allowed (DESIGN.md
-    §6). A test that writes on purpose says so with `@pytest.mark.cluster_writes`."""
+    §6). A test that writes on purpose says so with `@pytest.mark.cluster_writes`. Server-side
+    apply dry-runs (`dryRun=All`, persisting nothing: what --server-dry-run sends) are allowed
+    only in tests marked `@pytest.mark.server_dry_run`: without the flag, none is sent."""
     before = writes_so_far()
+    dry_runs = dry_runs_so_far()
     yield
     check_read_only(before, allowed=request.node.get_closest_marker("cluster_writes") is not None)
+    check_no_dry_runs(
+        dry_runs, allowed=request.node.get_closest_marker("server_dry_run") is not None
+    )
 
 
 def writes_so_far() -> int:
     """How many writes the loopback API servers of this process have refused so far."""
     servers = sys.modules.get("tests.apiserver.server")
     return len(getattr(servers, "WRITE_ATTEMPTS", ()))
+
+
+def dry_runs_so_far() -> int:
+    """How many server-side apply dry-runs the loopback API servers of this process have seen."""
+    servers = sys.modules.get("tests.apiserver.server")
+    return len(getattr(servers, "DRY_RUN_ATTEMPTS", ()))
+
+
+def check_no_dry_runs(before: int, *, allowed: bool) -> None:
+    """Fail the running test if a loopback API server saw a `dryRun=All` apply since
+    `dry_runs_so_far()` was `before` (unless the test runs --server-dry-run on purpose)."""
+    servers = sys.modules.get("tests.apiserver.server")
+    seen = [
+        f"{record.method} {record.path}?dryRun={record.query.get('dryRun')}"
+        for record in list(getattr(servers, "DRY_RUN_ATTEMPTS", ()))[before:]
+    ]
+    if seen and not allowed:
+        pytest.fail(
+            "the code under test sent server-side apply dry-runs without --server-dry-run: "
+            + ", ".join(seen)
+        )
 
 
 def check_read_only(before: int, *, allowed: bool) -> None:

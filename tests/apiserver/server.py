@@ -2,10 +2,11 @@
 
 :class:`KubeAPIServer` serves discovery, GET/LIST (and a minimal WATCH) of the objects in its
 :class:`~tests.apiserver.store.Store`, and ``SubjectAccessReview`` POSTs, with bearer-token
-authentication and per-identity authorization. Every other request is answered ``405`` and
-recorded in :attr:`KubeAPIServer.write_violations`. Requests are logged in
-:attr:`KubeAPIServer.requests`; faults (status codes, delays, dropped connections) are injected
-with :meth:`KubeAPIServer.inject`.
+authentication and per-identity authorization, and server-side apply dry-runs (``dryRun=All``,
+which persist nothing) by replaying real recordings (:mod:`tests.apiserver.dryrun`). Every
+other request is answered ``405`` and recorded in :attr:`KubeAPIServer.write_violations`.
+Requests are logged in :attr:`KubeAPIServer.requests`; faults (status codes, delays, dropped
+connections) are injected with :meth:`KubeAPIServer.inject`.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import yaml
 
+from . import dryrun
 from .auth import RBAC, AccessRule, Attributes, Identity, authorize_identity
 from .discovery import Discovery, ResourceType
 from .status import (
@@ -105,11 +107,19 @@ class RequestRecord:
     """Whether an injected fault shaped the answer (status, delay or drop)."""
     dropped: bool
     duration: float
+    content_type: str = ""
+    body: bytes = b""
+    """The request body of a server-side apply dry-run (empty for other requests)."""
+
+    @property
+    def is_dry_run(self) -> bool:
+        """A server-side apply PATCH with ``dryRun=All``: the server persists nothing."""
+        return dryrun.is_dry_run_apply(self.method, self.query, self.content_type)
 
     @property
     def is_write(self) -> bool:
-        """Anything but a GET and the SubjectAccessReview POST."""
-        return _is_write(self.method, self.path)
+        """Anything but a GET, the SubjectAccessReview POST and a ``dryRun=All`` apply."""
+        return _is_write(self.method, self.path) and not self.is_dry_run
 
 
 @dataclass
@@ -167,6 +177,9 @@ def default_identities() -> list[Identity]:
 #: Every write any server in this process refused, in order (never cleared): the read-only
 #: guard in tests/conftest.py fails a test during which this grew.
 WRITE_ATTEMPTS: list[RequestRecord] = []
+#: Every server-side apply dry-run (``dryRun=All``) any server in this process saw, in order
+#: (never cleared): the guard allows them only in tests marked ``server_dry_run``.
+DRY_RUN_ATTEMPTS: list[RequestRecord] = []
 
 
 class KubeAPIServer:
@@ -211,6 +224,7 @@ class KubeAPIServer:
         self._requests: list[RequestRecord] = []
         self._write_attempts: list[RequestRecord] = []
         self._faults: list[Fault] = []
+        self._recordings: list[dryrun.Recording] | None = None
         self._stopping = threading.Event()
         self._httpd: _HTTPServer | None = None
         self._thread: threading.Thread | None = None
@@ -450,6 +464,19 @@ class KubeAPIServer:
             and (user is None or r.user == user)
         ]
 
+    @property
+    def dry_runs(self) -> list[RequestRecord]:
+        """The server-side apply dry-runs (``dryRun=All`` PATCHes) answered so far."""
+        return [r for r in self.requests if r.is_dry_run]
+
+    @property
+    def recordings(self) -> list[dryrun.Recording]:
+        """The recorded dry-runs it replays (testdata/apiserver/ssa), loaded on first use."""
+        with self._lock:
+            if self._recordings is None:
+                self._recordings = dryrun.load_recordings()
+            return self._recordings
+
     def clear_requests(self) -> None:
         """Forget the request log (and so the write violations)."""
         with self._lock:
@@ -461,6 +488,8 @@ class KubeAPIServer:
             if record.is_write:
                 self._write_attempts.append(record)
                 WRITE_ATTEMPTS.append(record)
+            elif record.is_dry_run:
+                DRY_RUN_ATTEMPTS.append(record)
 
     def _sleep(self, seconds: float) -> None:
         """Sleep, but wake up when the server stops."""
@@ -752,6 +781,8 @@ class _Handler(http.server.BaseHTTPRequestHandler):
                 fault=fault is not None,
                 dropped=dropped,
                 duration=time.monotonic() - started,
+                content_type=self.headers.get("Content-Type", ""),
+                body=body if method == "PATCH" else b"",
             )
         )
         try:
@@ -781,6 +812,8 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         try:
             if identity is None:
                 raise unauthorized()
+            if dryrun.is_dry_run_apply(self.command, query, self.headers.get("Content-Type", "")):
+                return self._dry_run_apply(info, query, identity, body)
             if _is_write(self.command, info.path):
                 if info.resource_request:
                     raise method_not_supported(info.verb, info.resource, info.api_group)
@@ -854,6 +887,28 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         if info.verb == "watch":
             return self._watch(rtype, namespace, options)
         return _json(200, api.store.list(rtype, namespace, options))
+
+    def _dry_run_apply(
+        self, info: RequestInfo, query: dict[str, str], identity: Identity, body: bytes
+    ) -> _Response:
+        """``PATCH`` apply with ``dryRun=All``: authorized as ``patch`` (a 403 in the
+        server's wording otherwise), then answered from the recordings (tests.apiserver.dryrun)
+        with ``200`` and the object the server would have stored."""
+        api = self.server.api
+        rtype = (
+            api.discovery.resource(info.api_group, info.api_version, info.resource)
+            if info.resource_request
+            else None
+        )
+        if rtype is None or not info.name:
+            raise path_not_found()
+        self._authorize(info, identity)
+        if info.verb not in rtype.verbs or info.subresource:
+            raise method_not_supported(info.verb, rtype.plural, rtype.group)
+        dryrun.check_options(query)
+        sent = dryrun.parse_body(body)
+        live = api.store.get(rtype, info.namespace if rtype.namespaced else "", info.name)
+        return _json(200, dryrun.replay(api.recordings, query, sent, live))
 
     def _authorize(self, info: RequestInfo, identity: Identity) -> None:
         api = self.server.api
