@@ -11,6 +11,7 @@ import json
 import os
 import sys
 import tempfile
+import time
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, NoReturn, TextIO
@@ -20,15 +21,20 @@ import yaml
 from kubectl_gitdrift import (
     __version__,
     application,
+    color,
     completion,
+    difftext,
     engine,
     hookspecs,
+    metrics,
     model,
     parser,
     plugins,
+    progress,
     rbac,
     remedies,
     report,
+    serve,
     snapshot,
     workflow,
 )
@@ -114,6 +120,8 @@ def _error(err: TextIO, exc: GitDriftError, debug: bool) -> None:
 def _dispatch(argv: list[str], out: TextIO, err: TextIO, prog: str) -> ExitCode:
     if argv and argv[0] == "completion":  # `completion bash|zsh`; `completion __complete ARGS`
         return ExitCode(completion.main(argv[1:], out, err, prog))
+    if argv and argv[0] == "serve":
+        return _serve(argv[1:], out, err, prog)
     if argv and argv[0] in parser.SUBCOMMANDS:
         command, rest = argv[0], argv[1:]
         sub = parser.with_streams(parser.build_subparser(command, prog), out, err).parse_args(rest)
@@ -180,27 +188,73 @@ def _rules(pm: plugins.PluginManager, fmt: str, out: TextIO) -> ExitCode:
 # --------------------------------------------------------------------------- the main job
 
 
-class _Progress:
-    def __init__(self, err: TextIO, enabled: bool) -> None:
-        self.err, self.enabled = err, enabled
-
-    def __call__(self, message: str) -> None:
-        if self.enabled:
-            self.err.write(f"gitdrift: {message}\n")
-            self.err.flush()
+def _terminal(stream: TextIO) -> bool:
+    """A person watches `stream`: a TTY, and a terminal that does more than print text."""
+    isatty = getattr(stream, "isatty", None)
+    return bool(isatty is not None and isatty()) and os.environ.get("TERM") != "dumb"
 
 
-def _progress(args: argparse.Namespace, err: TextIO) -> _Progress:
-    tty = bool(getattr(err, "isatty", lambda: False)())
-    return _Progress(err, bool(args.progress) or tty)
+def _progress(args: argparse.Namespace, err: TextIO) -> progress.Silent:
+    """--progress: a live line when stderr is a terminal, plain lines when forced elsewhere."""
+    return progress.choose(args.progress, err, terminal=_terminal(err))
+
+
+def _palette(args: argparse.Namespace, out: TextIO) -> color.Palette:
+    """--color: `always` and `never` as said; `auto` colours a terminal unless NO_COLOR is set
+    (no-color.org: present and not empty) or TERM=dumb."""
+    if args.color == "never":
+        return color.OFF
+    if args.color == "always":
+        return color.ON
+    if os.environ.get("NO_COLOR"):
+        return color.OFF
+    return color.ON if _terminal(out) else color.OFF
 
 
 def _compare(args: argparse.Namespace, out: TextIO, err: TextIO) -> ExitCode:
+    started = time.monotonic()
+    result, targets, renderers = _evaluate(args, err)
+    if args.write_patch is not None:
+        patches = "".join(remedies.patch(r.remedies) for r in result.applications)
+        _write_atomically(args.write_patch, patches)
+    if args.output == "openmetrics":
+        text = metrics.render(
+            result.applications,
+            metrics.RunInfo(
+                duration_seconds=time.monotonic() - started,
+                last_success=time.time(),
+                failed=[t.name for t in targets if t.error is not None],
+            ),
+        )
+    elif args.all:
+        text = _render_all(result, targets, args, renderers, _palette(args, out))
+    elif args.query:
+        text = report.query(report.to_dict(result), args.query)
+    elif args.output == "text":
+        text = report.render_text(
+            result, show_suppressed=args.show_suppressed, palette=_palette(args, out)
+        )
+    elif args.output == "diff" and renderers["diff"].fn is difftext.render_diff:
+        text = difftext.render_diff(result, palette=_palette(args, out))
+    else:
+        text = _render_plugin(result, args.output, renderers)
+    out.write(text)
+    if any(t.error is not None for t in targets):
+        return ExitCode.ERROR
+    if any(_incomplete(a) for a in result.applications):
+        return ExitCode.INCOMPLETE
+    return ExitCode.DRIFT if result.drifted else ExitCode.OK
+
+
+def _evaluate(
+    args: argparse.Namespace, err: TextIO
+) -> tuple[model.Report, list[workflow.Target], Mapping[str, Any]]:
+    """One comparison run: the report, the targets (with their errors), the output formats."""
     pm = plugins.make_plugin_manager(
         paths=args.plugin, entry_points=not args.no_entry_points, blocked=args.disable_plugin
     )
     renderers = hookspecs.collect_renderers(pm)
-    if args.output not in renderers:
+    if args.output not in renderers and args.output != "openmetrics":
         raise UsageError(
             f"-o {args.output}: unknown output format",
             hint="choose one of " + ", ".join(sorted(renderers)),
@@ -213,8 +267,7 @@ def _compare(args: argparse.Namespace, out: TextIO, err: TextIO) -> ExitCode:
             hint="list them with: kubectl gitdrift rules",
         )
     _check_selection(args, [args.app] if args.app else [])
-    if args.repo_root is None:
-        raise UsageError("--repo-root DIR is required: a local clone of the Application's repoURL")
+    workflow.check_source_flags(args)  # without --repo-root, repoURL is fetched
     progress = _progress(args, err)
     try:
         controller = rbac.service_account_user(args.controller_sa)
@@ -225,8 +278,11 @@ def _compare(args: argparse.Namespace, out: TextIO, err: TextIO) -> ExitCode:
     with (
         tempfile.TemporaryDirectory(prefix="gitdrift-") as workdir,
         _cyclic_gc_off(args.snapshot is not None),
+        progress,  # the live line is gone before the report or an error is written
     ):
+        err = progress.stream  # warnings land above the live line
         if args.snapshot is not None:
+            progress(f"reading {args.snapshot}")
             state = snapshot.load(args.snapshot)
             gc.freeze()  # the parsed snapshot lives all run: keep the cyclic GC off it
             bodies = workflow.select_offline(state, args, [args.app] if args.app else [])
@@ -245,28 +301,15 @@ def _compare(args: argparse.Namespace, out: TextIO, err: TextIO) -> ExitCode:
             if target.error is not None:
                 raise target.error
         options = dataclasses.replace(workflow.options(state, args, rules), controller=controller)
-        live_index = engine.LiveIndex.of(state.objects, settings) if len(targets) > 1 else None
+        live_index = None
+        if len(targets) > 1:
+            progress(f"indexing {len(state.objects)} live objects")
+            live_index = engine.LiveIndex.of(state.objects, settings)
         reports = workflow.run_all(
             targets, state, settings, pm, options, args, audit_log, live_index, progress
         )
 
-    result = model.Report(applications=tuple(reports), mode=mode)
-    if args.write_patch is not None:
-        _write_atomically(args.write_patch, "".join(remedies.patch(r.remedies) for r in reports))
-    if args.all:
-        text = _render_all(result, targets, args, renderers)
-    elif args.query:
-        text = report.query(report.to_dict(result), args.query)
-    elif args.output == "text":
-        text = report.render_text(result, show_suppressed=args.show_suppressed)
-    else:
-        text = _render_plugin(result, args.output, renderers)
-    out.write(text)
-    if any(t.error is not None for t in targets):
-        return ExitCode.ERROR
-    if any(_incomplete(a) for a in result.applications):
-        return ExitCode.INCOMPLETE
-    return ExitCode.DRIFT if result.drifted else ExitCode.OK
+    return model.Report(applications=tuple(reports), mode=mode), targets, renderers
 
 
 @contextlib.contextmanager
@@ -302,6 +345,8 @@ def _check_selection(args: argparse.Namespace, names: Sequence[str]) -> None:
         )
     if args.all_namespaces and not args.all:
         raise UsageError("-A/--all-namespaces only goes with --all")
+    if getattr(args, "shard", None) and not args.all:
+        raise UsageError("--shard only goes with --all")
 
 
 def _write_atomically(path: Path, text: str) -> None:
@@ -337,6 +382,7 @@ def _render_all(
     targets: Sequence[workflow.Target],
     args: argparse.Namespace,
     renderers: Mapping[str, Any],
+    palette: color.Palette = color.OFF,
 ) -> str:
     """--all: one summary row per Application (text), or the full reports plus the skipped and
     failed ones (json/yaml/--query)."""
@@ -364,9 +410,9 @@ def _render_all(
     for target in sorted(targets, key=lambda t: t.name):
         app = by_name.get(target.name)
         if target.error is not None:
-            rows.append([target.name, "Error", "-", _cut(target.error.message)])
+            rows.append([target.name, palette.status("Error"), "-", _cut(target.error.message)])
         elif target.skipped:
-            rows.append([target.name, "Skipped", "-", _cut(target.skipped)])
+            rows.append([target.name, palette.status("Skipped"), "-", _cut(target.skipped)])
         elif app is not None:
             drifted = sum(
                 1
@@ -384,12 +430,14 @@ def _render_all(
             rows.append(
                 [
                     target.name,
-                    app.sync_status.value,
+                    palette.status(app.sync_status.value),
                     drifted,
                     _cut(f"{top.code}: {top.message}") if top else "-",
                 ]
             )
-    table = tabulate(rows, headers=["APPLICATION", "SYNC", "DRIFTED", "TOP FINDING"])
+    table = palette.header(
+        tabulate(rows, headers=["APPLICATION", "SYNC", "DRIFTED", "TOP FINDING"])
+    )
     summary = (
         f"{len(result.applications)} compared, "
         f"{sum(1 for a in result.applications if a.sync_status is not model.SyncStatus.SYNCED)}"
@@ -404,14 +452,52 @@ def _cut(text: str, width: int = 90) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
+# --------------------------------------------------------------------------- serve
+
+
+def _serve(argv: list[str], out: TextIO, err: TextIO, prog: str) -> ExitCode:
+    """`serve`: compare on a timer and serve the last good result as OpenMetrics."""
+    own, rest = parser.with_streams(parser.build_serve_parser(prog), out, err).parse_known_args(
+        argv
+    )
+    args = parser.with_streams(parser.build_parser(f"{prog} serve"), out, err).parse_args(rest)
+    if args.output not in ("text", "openmetrics") or args.query or args.write_patch:
+        raise UsageError("serve always serves OpenMetrics: drop -o, --query and --write-patch")
+    args.output = "openmetrics"
+    _check_selection(args, [args.app] if args.app else [])
+    if own.interval <= 0:
+        raise UsageError(f"--interval {own.interval:g}: expected a number of seconds above 0")
+    listen = serve.parse_listen(own.listen)
+
+    def run_once() -> serve.Outcome:
+        try:
+            result, targets, _ = _evaluate(args, err)
+        except GitDriftError as exc:
+            return serve.Outcome((), (), ok=False, error=exc.message)
+        except Exception as exc:  # noqa: BLE001 (one bad cycle must not end the exporter)
+            return serve.Outcome((), (), ok=False, error=f"internal error: {exc!r}")
+        failed = [t.name for t in targets if t.error is not None]
+        return serve.Outcome(result.applications, failed, ok=True)
+
+    def ready(address: tuple[str, int]) -> None:
+        err.write(f"gitdrift serve: listening on http://{address[0]}:{address[1]}/metrics\n")
+        err.flush()
+
+    exporter = serve.Exporter(run_once, err)
+    try:
+        serve.serve(exporter, listen, own.interval, cycles=own.cycles, ready=ready)
+    except OSError as exc:
+        raise UsageError(f"--listen {own.listen}: cannot listen: {exc.strerror}") from None
+    return ExitCode.OK
+
+
 # --------------------------------------------------------------------------- live
 
 
 def _snapshot(sub: argparse.Namespace, out: TextIO, err: TextIO) -> ExitCode:
     _check_selection(sub, sub.apps)
-    progress = _progress(sub, err)
-    with tempfile.TemporaryDirectory(prefix="gitdrift-") as workdir:
-        state, targets = workflow.gather_live(sub, sub.apps, Path(workdir), progress, err)
+    with tempfile.TemporaryDirectory(prefix="gitdrift-") as workdir, _progress(sub, err) as shown:
+        state, targets = workflow.gather_live(sub, sub.apps, Path(workdir), shown, shown.stream)
     for target in targets:
         if target.error is not None:
             err.write(f"warning: {target.name}: {target.error.message}\n")

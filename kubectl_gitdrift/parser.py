@@ -45,7 +45,7 @@ def build_parser(prog: str = "kubectl gitdrift") -> Parser:
             "exit codes: 0 no drift, 1 drift found, 2 usage error, 3 input error (snapshot, "
             "source, app), 4 plugin error, 5 internal error, 6 cluster error, 7 incomplete "
             "(some resources could not be read).\n"
-            f"subcommands: {prog} snapshot|plugins|rules|version|completion (each has --help)"
+            f"subcommands: {prog} snapshot|serve|plugins|rules|version|completion (each has --help)"
         ),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -58,6 +58,12 @@ def build_parser(prog: str = "kubectl gitdrift") -> Parser:
         "--all-namespaces",
         action="store_true",
         help="with --all: Applications in every namespace (default: --app-namespace)",
+    )
+    parser.add_argument(
+        "--shard",
+        metavar="K/N",
+        help="with --all: only the apps of shard K of N (0 <= K < N), a stable split by "
+        "namespace/name for N workers, e.g. --shard $(JOB_COMPLETION_INDEX)/4",
     )
     src = parser.add_argument_group("git side")
     src.add_argument(
@@ -171,6 +177,33 @@ def build_parser(prog: str = "kubectl gitdrift") -> Parser:
     )
     parser.add_argument("--debug", action="store_true", help="show tracebacks")
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    return parser
+
+
+def build_serve_parser(prog: str) -> Parser:
+    """`serve`'s own flags; every other flag is the main command's (--all, --snapshot, ...)."""
+    parser = Parser(
+        prog=f"{prog} serve",
+        description=(
+            "Compare on a timer and serve drift as Prometheus metrics (OpenMetrics) on "
+            "/metrics, liveness on /healthz. Takes the main command's flags too, e.g. "
+            f"{prog} serve --all --interval 300 --listen 0.0.0.0:9765"
+        ),
+    )
+    parser.add_argument(
+        "--interval",
+        metavar="SECONDS",
+        type=float,
+        default=300.0,
+        help="seconds between runs (default 300); one run at a time",
+    )
+    parser.add_argument(
+        "--listen",
+        metavar="HOST:PORT",
+        default="0.0.0.0:9765",
+        help="where to serve /metrics and /healthz (default 0.0.0.0:9765)",
+    )
+    parser.add_argument("--cycles", type=int, default=0, help=argparse.SUPPRESS)
     return parser
 
 

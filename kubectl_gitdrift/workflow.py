@@ -31,6 +31,7 @@ from kubectl_gitdrift import (
     plugins,
     remedies,
     schema,
+    shard,
     snapshot,
     tracking,
 )
@@ -94,11 +95,14 @@ def select_offline(
 ) -> list[model.Body]:
     if args.all:
         namespace = None if args.all_namespaces else args.app_namespace
-        return [
-            b
-            for b in state.applications
-            if namespace is None or (b.get("metadata") or {}).get("namespace") == namespace
-        ]
+        return in_shard(
+            [
+                b
+                for b in state.applications
+                if namespace is None or (b.get("metadata") or {}).get("namespace") == namespace
+            ],
+            args,
+        )
     bodies = []
     for text in names:
         namespace, name = split_name(text, args)
@@ -113,6 +117,20 @@ def select_offline(
             )
         bodies.append(body)
     return bodies
+
+
+def in_shard(bodies: Sequence[model.Body], args: argparse.Namespace) -> list[model.Body]:
+    """--all --shard K/N: the Applications shard K owns (all of them without --shard)."""
+    text = getattr(args, "shard", None)
+    if not text:
+        return list(bodies)
+    part = shard.parse(text)
+    names = [
+        (str((b.get("metadata") or {}).get("namespace") or "argocd"),
+         str((b.get("metadata") or {}).get("name") or ""))
+        for b in bodies
+    ]  # fmt: skip
+    return [bodies[i] for i in shard.select(names, part)]
 
 
 def prepare(
@@ -508,6 +526,8 @@ def _live_argocd(
                 + (res.query.namespace or "<namespace>"),
             )
         bodies.extend(res.items)
+    if args.all:
+        bodies = in_shard(bodies, args)
     if not args.all:
         for text, res in zip(names, results[: len(queries)], strict=True):
             if not res.items:
