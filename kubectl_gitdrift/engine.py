@@ -6,13 +6,14 @@ No files, processes or clusters here: the CLI gathers inputs at the edges and pa
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import pluggy
 
 from kubectl_gitdrift import (
     attribution,
     audit,
+    compare,
     diagnosis,
     diff,
     fields,
@@ -22,6 +23,7 @@ from kubectl_gitdrift import (
     remedies,
     tracking,
 )
+from kubectl_gitdrift.compare import legacy, serverside, structured
 
 
 @dataclass(frozen=True)
@@ -140,6 +142,15 @@ def run(inputs: Inputs, pm: pluggy.PluginManager, opts: Options) -> model.AppRep
         ignore_rules=rules,
         normalizer=_normalizer(pm),
     )
+    choice = compare.choose(app, settings)
+    strategies = _Strategies(
+        structured.Context(
+            ctx,
+            structured.Types.of(opts.schema, index.kinds.get(structured.CRD_KEY, ())),
+            choice,
+        ),
+        inputs.dry_run,
+    )
 
     drifts: list[model.Drift] = []
     notes = list(inputs.notes)
@@ -170,7 +181,7 @@ def run(inputs: Inputs, pm: pluggy.PluginManager, opts: Options) -> model.AppRep
                 manifest = tracking.relocate(manifest, live.key.namespace, app, settings)
         if live is not None:
             paired.add(live.key)
-        drifts.append(diff.compare(manifest, live, ctx))
+        drifts.append(strategies.compare(manifest, live))
     for manifest in tracked:
         if manifest.key in desired_keys or manifest.key in paired:
             continue
@@ -254,7 +265,27 @@ def run(inputs: Inputs, pm: pluggy.PluginManager, opts: Options) -> model.AppRep
         remedies=tuple(fixes),
         notes=tuple(notes),
         application=app,
+        strategy=choice.strategy,
+        strategy_reason=choice.reason,
     )
+
+
+@dataclass(frozen=True)
+class _Strategies:
+    """Compares each pair with the strategy Argo CD uses for it."""
+
+    ctx: structured.Context
+    dry_run: Mapping[model.ObjectKey, model.Body] | None
+
+    def compare(self, desired: model.Manifest, live: model.Manifest | None) -> model.Drift:
+        choice = compare.for_resource(self.ctx.choice, desired.body)
+        if choice.strategy is model.DiffStrategy.LEGACY:
+            return legacy.compare(desired, live, self.ctx.base)
+        ctx = self.ctx if choice is self.ctx.choice else replace(self.ctx, choice=choice)
+        if choice.strategy is model.DiffStrategy.SERVER_SIDE_DIFF:
+            answer = self.dry_run.get(desired.key) if self.dry_run is not None else None
+            return serverside.compare(desired, live, ctx, answer)
+        return structured.compare(desired, live, ctx)
 
 
 def _moved(
