@@ -15,7 +15,7 @@ import os
 import re
 import secrets
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -23,6 +23,7 @@ from kubectl_gitdrift import (
     application,
     attribution,
     audit,
+    compare,
     defaults,
     engine,
     hookspecs,
@@ -83,6 +84,11 @@ class Target:
     rendered: source_render.Rendered | None = None
     error: GitDriftError | None = None
     skipped: str = ""
+    # --server-dry-run (live): the API server's apply dry-run answer per desired object, the
+    # objects it would not answer for (Unknown), and what to say about it
+    dry_run: dict[model.ObjectKey, model.Body] | None = None
+    dry_run_unknown: list[tuple[model.ObjectKey, str]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
 
 
 def split_name(text: str, args: argparse.Namespace) -> tuple[str | None, str]:
@@ -271,10 +277,11 @@ def run_one(
         live=state.objects,
         revision=rendered.revision,
         source=f"{app.sources[0].repo_url} {rendered.source_path} @ {rendered.revision}",
-        notes=_notes_for(app, rendered, state),
-        unreadable=state.unreadable,
+        notes=[*_notes_for(app, rendered, state), *target.notes],
+        unreadable=[*state.unreadable, *target.dry_run_unknown],
         audit_log=audit_log,
         index=index,
+        dry_run=target.dry_run,
     )
     history = _history_cache(args)
     return engine.run(inputs, pm, with_source_callbacks(options, rendered, args.repo_root, history))
@@ -454,6 +461,9 @@ def gather_live(
             for k in (kc.discovery.find(g, kd, v) for g, v, kd, _ns in wants)
             if k is not None
         }
+        fingerprint_key = secrets.token_bytes(32)
+        if getattr(args, "server_dry_run", False):
+            _server_dry_runs(kc, targets, settings, docs, unreadable, fingerprint_key, progress)
         definitions, openapi_notes = _live_definitions(
             kc, involved, export=getattr(args, "command_snapshot", False)
         )
@@ -465,7 +475,7 @@ def gather_live(
             captured_at=datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
             api_resources=tuple(k.to_dict() for k in kc.discovery.kinds() if _used(k, wants)),
             definitions=definitions,
-            fingerprint_key=secrets.token_bytes(32),
+            fingerprint_key=fingerprint_key,
         )
         state = snapshot.from_live(
             docs.values(),
@@ -475,6 +485,74 @@ def gather_live(
             notes=sorted(set(notes)),
         )
     return state, targets
+
+
+def _server_dry_runs(
+    kc: Any,
+    targets: Sequence[Target],
+    settings: model.Settings,
+    live: Mapping[model.ObjectKey, model.Body],
+    unreadable: Sequence[tuple[model.ObjectKey, str]],
+    fingerprint_key: bytes,
+    progress: Progress,
+) -> None:
+    """--server-dry-run: for each app Argo CD compares with Server-Side Diff, ask the API
+    server what applying each desired object that exists live would store, as Argo CD does
+    (gitops-engine's serverSideDiff: the object with the tracking metadata Argo CD writes, a
+    dryRun=All apply as argocd-controller, force; objects missing live or hooks are not asked).
+    The answers go on the targets (Secret values fingerprinted like the live ones); an object
+    the server would not answer for is Unknown, never Synced."""
+
+    def namespaced(group: str, kind: str) -> bool | None:
+        found = kc.discovery.namespaced(group, kind)
+        return tracking.default_scope(group, kind) if found is None else found
+
+    not_read = {(k.group, k.kind, k.namespace) for k, _why in unreadable}
+    asks: list[tuple[Target, model.ObjectKey, model.Body]] = []
+    for target in targets:
+        app, rendered = target.app, target.rendered
+        if app is None or rendered is None or target.skipped or target.error is not None:
+            continue
+        choice = compare.choose(app, settings)
+        if choice.strategy is not model.DiffStrategy.SERVER_SIDE_DIFF:
+            target.notes.append(
+                "--server-dry-run was not used: Argo CD compares this app with the "
+                f"{choice.describe()} strategy, not Server-Side Diff, so it asks the API "
+                "server nothing either"
+            )
+            continue
+        target.dry_run = {}
+        desired, _duplicates, _defaulted = tracking.prepare_desired(
+            rendered.manifests, app, settings, namespaced
+        )
+        for manifest in desired:
+            key = manifest.key
+            if tracking.is_hook(manifest.body) or key not in live:
+                continue
+            if {(key.group, key.kind, key.namespace), (key.group, key.kind, "")} & not_read:
+                continue
+            asks.append((target, key, manifest.body))
+    if not asks:
+        return
+    progress(f"server-side apply dry-run of {len(asks)} object(s)")
+    answers = kc.dry_run_apply([body for _target, _key, body in asks])
+    asked: dict[int, int] = {}
+    for (target, key, _body), answer in zip(asks, answers, strict=True):
+        if answer.predicted is None:
+            target.dry_run_unknown.append((key, answer.error))
+            continue
+        predicted = answer.predicted
+        if key.group == "" and key.kind == "Secret":
+            predicted = snapshot.redact_secret(predicted, fingerprint_key)
+        assert target.dry_run is not None
+        target.dry_run[key] = predicted
+        asked[id(target)] = asked.get(id(target), 0) + 1
+    for target in targets:
+        if target.dry_run is not None and asked.get(id(target)):
+            target.notes.append(
+                f"--server-dry-run: {asked[id(target)]} object(s) predicted by the API server's "
+                "own server-side apply dry-run (dryRun=All: nothing was persisted)"
+            )
 
 
 def _used(kind: Any, wants: Iterable[tuple[str, str, str, str]]) -> bool:

@@ -21,6 +21,7 @@ Anything else gets a clear ``400`` naming the first difference, and is listed in
 
 from __future__ import annotations
 
+import copy
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -124,7 +125,7 @@ def replay(recordings: list[Recording], query: Mapping[str, str], sent: Obj, liv
     for rec in recordings:
         why = _mismatch(rec, query, sent, live)
         if why is None:
-            return json.loads(json.dumps(rec.response))  # a copy
+            return copy.deepcopy(rec.response)
         if why != "another object":
             reasons.append(f"{rec.name}: {why}")
     raise APIError(

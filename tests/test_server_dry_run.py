@@ -1,0 +1,291 @@
+"""--server-dry-run through the real CLI against the loopback API server, which replays what a
+real kube-apiserver v1.36.2 answered to Argo CD's Server-Side Diff request
+(testdata/apiserver/ssa/): the verdicts those answers imply, the exact request, the 403 path,
+and that nothing of the kind is ever sent without the flag."""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from kubectl_gitdrift import workflow
+from kubectl_gitdrift.errors import ExitCode
+from tests import conftest
+from tests.apiserver import (
+    AccessRule,
+    Identity,
+    KubeAPIServer,
+    ServerFactory,
+    kube_apiserver,  # noqa: F401 - the fixture
+)
+from tests.apiserver import dryrun as apiserver_dryrun
+from tests.apiserver.status import APIError
+from tests.conftest import TESTDATA, Result
+
+pytestmark = [pytest.mark.cluster]
+
+SSA = TESTDATA / "apiserver" / "ssa"
+Obj = dict[str, Any]
+TRACKING_ID = "argocd.argoproj.io/tracking-id"
+#: recording -> (Application name, folder in the test repository)
+CASES = {
+    "01-configmap-dropped-keys-removed": "ref-checkout-flags",
+    "02-service-co-owned-fields-kept": "ref-payments-api",
+    "03-deployment-listmap-merge-by-key": "ref-edge-proxy",
+}
+
+
+@pytest.fixture(autouse=True)
+def _fast_retries(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(workflow, "CLUSTER_OPTIONS", {"backoff": 0.01, "max_backoff": 0.05})
+
+
+def read(recording: str, name: str) -> Obj:
+    path = SSA / recording / name
+    text = path.read_text(encoding="utf-8")
+    doc = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
+    assert isinstance(doc, dict)
+    return doc
+
+
+def git_manifest(recording: str) -> Obj:
+    """What git holds: the recorded desired object without the tracking-id Argo CD stamps."""
+    body = copy.deepcopy(read(recording, "desired.yaml"))
+    annotations = body["metadata"].pop("annotations")
+    annotations.pop(TRACKING_ID)
+    if annotations:
+        body["metadata"]["annotations"] = annotations
+    return body
+
+
+@pytest.fixture(scope="module")
+def repo(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    """A real git repository with one folder per recording; (path, commit)."""
+    src = tmp_path_factory.mktemp("ssa-repo-src")
+    tree = src / "01-git"
+    for recording, app in CASES.items():
+        (tree / app).mkdir(parents=True)
+        text = yaml.safe_dump(git_manifest(recording), sort_keys=False)
+        (tree / app / "manifest.yaml").write_text(text, encoding="utf-8")
+    commits = [
+        {
+            "dir": "01-git",
+            "message": "ssa reference apps: git's new version",
+            "author": "Sam Platform <sam@example.com>",
+            "date": "2026-12-01T14:00:00Z",
+        }
+    ]
+    (src / "commits.yaml").write_text(yaml.safe_dump(commits), encoding="utf-8")
+    dest = tmp_path_factory.mktemp("ssa-repo") / "repo"
+    make_repo = conftest.load_make_repo()
+    make_repo.build_repo(src, dest)
+    head = (dest / ".git" / "refs" / "heads" / "main").read_text().strip()
+    return dest, head
+
+
+def application(name: str, commit: str, *, compare_options: str | None) -> Obj:
+    annotations = {"argocd.argoproj.io/compare-options": compare_options} if compare_options else {}
+    return {
+        "apiVersion": "argoproj.io/v1alpha1",
+        "kind": "Application",
+        "metadata": {"name": name, "namespace": "argocd", "annotations": annotations},
+        "spec": {
+            "project": "default",
+            "source": {
+                "repoURL": "https://git.example.com/platform/ssa-reference.git",
+                "path": name,
+                "targetRevision": "main",
+            },
+            "destination": {
+                "server": "https://kubernetes.default.svc",
+                "namespace": "ssa-reference",
+            },
+            "syncPolicy": {"syncOptions": ["ServerSideApply=true"]},
+        },
+        "status": {"sync": {"status": "OutOfSync", "revision": commit}},
+    }
+
+
+def cluster_objects(
+    commit: str, *, compare_options: str | None = "ServerSideDiff=true"
+) -> list[Obj]:
+    objects: list[Obj] = [
+        application(app, commit, compare_options=compare_options) for app in CASES.values()
+    ]
+    objects.extend(read(recording, "live-before.json") for recording in CASES)
+    return objects
+
+
+def run(
+    run_cli: Callable[..., Result],
+    server: KubeAPIServer,
+    repo: Path,
+    app: str,
+    *extra: str,
+    context: str = "",
+) -> Result:
+    return run_cli(
+        [
+            app,
+            "--kubeconfig",
+            str(server.kubeconfig_path),
+            "--context",
+            context or server.context,
+            "--repo-root",
+            str(repo),
+            "--no-entry-points",
+            "-o",
+            "json",
+            *extra,
+        ]
+    )
+
+
+def only_app(result: Result) -> Obj:
+    (app,) = json.loads(result.stdout)["applications"]
+    return dict(app)
+
+
+def the_resource(app: Obj) -> Obj:
+    (found,) = [r for r in app["resources"] if r["kind"] != "Application"]
+    return dict(found)
+
+
+# ---------------------------------------------------------------------------- the request
+
+
+@pytest.mark.server_dry_run
+def test_the_request_is_argo_cds_server_side_diff_dry_run(
+    kube_apiserver: ServerFactory,  # noqa: F811
+    repo: tuple[Path, str],
+    run_cli: Callable[..., Result],
+) -> None:
+    path, commit = repo
+    server = kube_apiserver(cluster_objects(commit))
+    result = run(run_cli, server, path, "ref-checkout-flags", "--server-dry-run")
+    assert result.exit_code in (ExitCode.OK, ExitCode.DRIFT), result.stderr
+
+    (request,) = server.dry_runs
+    assert request.method == "PATCH"
+    assert request.path == "/api/v1/namespaces/ssa-reference/configmaps/checkout-flags"
+    assert request.query == {
+        "dryRun": "All",
+        "fieldManager": "argocd-controller",
+        "force": "true",
+    }
+    assert request.content_type == "application/apply-patch+yaml"
+    assert request.status == 200
+    # the body is the desired object with the tracking-id Argo CD writes: the recording's
+    sent = json.loads(request.body)
+    assert sent == read("01-configmap-dropped-keys-removed", "desired.yaml")
+    # the rest were reads; the dry-run is the only thing that is not
+    others = [r for r in server.requests if r is not request and r.resource]
+    assert {r.verb for r in others} == {"list"}
+    assert not server.write_violations
+
+
+def test_without_the_flag_no_dry_run_is_sent(
+    kube_apiserver: ServerFactory,  # noqa: F811
+    repo: tuple[Path, str],
+    run_cli: Callable[..., Result],
+) -> None:
+    """Same Server-Side Diff apps, no flag: reads only (and the autouse guard, which fails any
+    unmarked test that sends a dry-run, checks it too)."""
+    path, commit = repo
+    server = kube_apiserver(cluster_objects(commit))
+    for app in CASES.values():
+        result = run(run_cli, server, path, app)
+        assert result.exit_code in (ExitCode.OK, ExitCode.DRIFT), result.stderr
+        assert not any("--server-dry-run" in n for n in only_app(result)["notes"])
+    assert server.requests
+    assert server.dry_runs == []
+    for record in server.requests:
+        assert record.method == "GET", f"{record.method} {record.path}"
+
+
+# ---------------------------------------------------------------------------- refusals
+
+
+@pytest.mark.server_dry_run
+def test_forbidden_patch_is_unknown_naming_the_verb(
+    kube_apiserver: ServerFactory,  # noqa: F811
+    repo: tuple[Path, str],
+    run_cli: Callable[..., Result],
+) -> None:
+    """A user who may read everything but not patch: the resource is Unknown (never Synced),
+    the note names the `patch` verb, the run exits 7 (incomplete)."""
+    path, commit = repo
+    reader = Identity(
+        user="reader",
+        token="reader-token-0123456789",
+        groups=("system:authenticated",),
+        rules=(AccessRule(verbs=("get", "list", "watch")),),
+    )
+    server = kube_apiserver(
+        cluster_objects(commit),
+        identities=[Identity("admin", "admin-token-0123456789", ("system:masters",)), reader],
+    )
+    result = run(run_cli, server, path, "ref-checkout-flags", "--server-dry-run", context="reader")
+    assert result.exit_code == ExitCode.INCOMPLETE, result.stderr
+    app = only_app(result)
+    assert app["sync"]["status"] == "Unknown"
+    resource = the_resource(app)
+    assert resource["status"] == "Unknown"
+    assert "403 Forbidden" in resource["reason"]
+    assert "verb 'patch' on configmaps in namespace ssa-reference" in resource["reason"]
+    (request,) = server.dry_runs
+    assert request.status == 403
+
+
+def test_server_dry_run_with_snapshot_is_a_usage_error(run_cli: Callable[..., Result]) -> None:
+    result = run_cli(["app", "--snapshot", "live.yaml", "--repo-root", ".", "--server-dry-run"])
+    assert result.exit_code == ExitCode.USAGE_ERROR
+    assert "--server-dry-run: not allowed with argument --snapshot" in result.stderr
+
+
+@pytest.mark.server_dry_run
+def test_apps_not_on_server_side_diff_ask_nothing(
+    kube_apiserver: ServerFactory,  # noqa: F811
+    repo: tuple[Path, str],
+    run_cli: Callable[..., Result],
+) -> None:
+    """ServerSideApply=true alone is Argo CD's structured-merge diff: no dry-run, and a note
+    says --server-dry-run was not used and why."""
+    path, commit = repo
+    server = kube_apiserver(cluster_objects(commit, compare_options=None))
+    result = run(run_cli, server, path, "ref-checkout-flags", "--server-dry-run")
+    assert result.exit_code in (ExitCode.OK, ExitCode.DRIFT), result.stderr
+    assert server.dry_runs == []
+    (note,) = [n for n in only_app(result)["notes"] if "--server-dry-run" in n]
+    assert "structured-merge" in note
+    assert "not Server-Side Diff" in note
+
+
+# ---------------------------------------------------------------------------- the layers
+
+
+def test_the_replay_refuses_what_was_not_recorded() -> None:
+    recordings = apiserver_dryrun.load_recordings()
+    assert [r.name for r in recordings] == list(CASES)
+    sent = read("01-configmap-dropped-keys-removed", "desired.yaml")
+    live = read("01-configmap-dropped-keys-removed", "live-before.json")
+    query = dict(apiserver_dryrun.RECORDED_QUERY)
+    answer = apiserver_dryrun.replay(recordings, query, sent, live)
+    assert answer == read("01-configmap-dropped-keys-removed", "dryrun-response.json")
+
+    other = copy.deepcopy(sent)
+    other["data"]["FLAG_NEW_CART"] = "off"
+    with pytest.raises(APIError, match=r"desired\.yaml at /data/FLAG_NEW_CART"):
+        apiserver_dryrun.replay(recordings, query, other, live)
+    with pytest.raises(APIError, match="asked with force=false"):
+        apiserver_dryrun.replay(recordings, {**query, "force": "false"}, sent, live)
+    moved = copy.deepcopy(live)
+    moved["metadata"]["resourceVersion"] = "1"
+    with pytest.raises(APIError, match=r"not live-before\.json"):
+        apiserver_dryrun.replay(recordings, query, sent, moved)
