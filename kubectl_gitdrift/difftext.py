@@ -7,18 +7,20 @@ CD runs plain `diff`; a unified diff carries the same lines with context and is 
 expect. Secret values arrive masked (`++++++++` tokens) from `diff.compare`; a Secret that still
 holds a value is masked here before anything is printed.
 
-Pure: data in, text out.
+Pure: data in, text out. With an enabled palette (the CLI's choice, for a terminal) the `=====`
+and `---`/`+++` headers are bold, hunks cyan, removed lines red and added lines green; the
+characters are the same.
 """
 
 from __future__ import annotations
 
 import difflib
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import yaml
 
-from kubectl_gitdrift import diff, model
+from kubectl_gitdrift import color, diff, model
 
 __all__ = ["render_diff"]
 
@@ -29,16 +31,16 @@ _SHOWN = (
 )
 
 
-def render_diff(report: model.Report) -> str:
+def render_diff(report: model.Report, *, palette: color.Palette = color.OFF) -> str:
     """Every differing resource of every application, Argo CD's `app diff` layout."""
     several = len(report.applications) > 1
     out: list[str] = []
     for app in report.applications:
         drifts = sorted((d for d in app.resources if d.status in _SHOWN), key=lambda d: d.key)
         if several and drifts:
-            out.append(f"# Application {app.namespace}/{app.name}\n")
+            out.append(palette.title(f"# Application {app.namespace}/{app.name}") + "\n")
         for drift in drifts:
-            out.append(_resource(drift))
+            out.append(_resource(drift, palette))
     return "".join(out)
 
 
@@ -48,15 +50,33 @@ def header(key: model.ObjectKey) -> str:
     return f"===== {key.group}/{key.kind} {key.namespace}/{key.name} ======"
 
 
-def _resource(drift: model.Drift) -> str:
+def _resource(drift: model.Drift, palette: color.Palette = color.OFF) -> str:
     live, predicted = _sides(drift)
     if drift.key.group == "" and drift.key.kind == "Secret":
         live, predicted = _ensure_masked(live, predicted)
     lines = difflib.unified_diff(
         _yaml(live), _yaml(predicted), fromfile="live", tofile="desired", lineterm="\n"
     )
+    if palette.enabled:
+        lines = _painted(lines, palette)
     body = "".join(line if line.endswith("\n") else line + "\n" for line in lines)
-    return f"\n{header(drift.key)}\n{body}"
+    return f"\n{palette.title(header(drift.key))}\n{body}"
+
+
+def _painted(lines: Iterator[str], palette: color.Palette) -> Iterator[str]:
+    """unified_diff's lines, coloured by what they are: its first two lines are the file
+    headers, then hunk headers and the context, removed and added lines of each hunk."""
+    for number, line in enumerate(lines):
+        text, newline = (line[:-1], "\n") if line.endswith("\n") else (line, "")
+        if number < 2:
+            text = palette.title(text)
+        elif text.startswith("@@"):
+            text = palette.hunk(text)
+        elif text.startswith("-"):
+            text = palette.removed(text)
+        elif text.startswith("+"):
+            text = palette.added(text)
+        yield text + newline
 
 
 def _sides(drift: model.Drift) -> tuple[Any, Any]:

@@ -13,7 +13,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from kubectl_gitdrift import model
+from kubectl_gitdrift import model, writers
 
 _ICON = {model.Severity.ERROR: "🔴", model.Severity.WARNING: "🟠", model.Severity.INFO: "🔵"}
 
@@ -82,10 +82,13 @@ def _evidence(app: model.AppReport) -> list[str]:
         "| Resource | Field | Git | Live | Written by |",
         "|---|---|---|---|---|",
     ]
+    writes = writers.audited_writes(app)
     for drift, change in changed:
+        who = writers.written_by(change, writes.get((drift.key, change.path)))
         out.append(
             f"| `{drift.key.short()}` | `{model.display_path(change.path)}` | "
-            f"{_cell(change.desired)} | {_cell(change.live)} | {_owner(change)} |"
+            f"{_cell(change.desired)} | {_cell(change.live)} | "
+            f"{_inline(who) if who else '_(unknown)_'} |"
         )
     out.append("")
     for finding in app.findings:
@@ -157,11 +160,3 @@ def _cell(value: Any) -> str:
     if len(text) > 60:
         text = text[:57] + "..."
     return "`" + text.replace("|", "\\|").replace("`", "'") + "`"
-
-
-def _owner(change: model.Change) -> str:
-    owner = change.owner
-    if owner is None:
-        return "_(unknown)_"
-    via = f", /{owner.subresource}" if owner.subresource else ""
-    return f"{owner.manager} ({owner.operation}{via}, {owner.time or 'no time recorded'})"

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -16,11 +17,26 @@ from kubectl_gitdrift import __version__, plugins, rbac
 SUBCOMMANDS = ("snapshot", "plugins", "rules", "version")
 
 
+WHEN = ("auto", "always", "never")
+"""The values of --progress and --color."""
+
+BARE = {"--progress": "always", "--color": "always"}
+"""Flags whose value is attached (`--color=never`); given bare, they mean this value (so
+`--progress APP` still names the app)."""
+
+
 class Parser(argparse.ArgumentParser):
     """argparse writing help and errors to the streams main() was given, not sys.*."""
 
     out: TextIO | None = None
     err: TextIO | None = None
+
+    def parse_known_args(  # type: ignore[override]
+        self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
+    ) -> tuple[argparse.Namespace, list[str]]:
+        if args is not None:
+            args = [f"{a}={BARE[a]}" if a in BARE else a for a in args]
+        return super().parse_known_args(args, namespace)
 
     def _print_message(self, message: str, file: Any = None) -> None:
         if not message:
@@ -170,10 +186,15 @@ def build_parser(prog: str = "kubectl gitdrift") -> Parser:
         action="store_true",
         help=f"skip installed plugins (or set {plugins.AUTOLOAD_ENV}=1)",
     )
+    progress_flag(out)
     out.add_argument(
-        "--progress",
-        action="store_true",
-        help="report progress on stderr (default: only when stderr is a terminal)",
+        "--color",
+        metavar="WHEN",
+        choices=WHEN,
+        default="auto",
+        help="colour statuses, findings and diff lines: auto (default: when stdout is a "
+        "terminal, unless NO_COLOR is set or TERM=dumb), always (bare --color), never; never "
+        "in json, yaml, markdown or --query output",
     )
     parser.add_argument("--debug", action="store_true", help="show tracebacks")
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
@@ -205,6 +226,17 @@ def build_serve_parser(prog: str) -> Parser:
     )
     parser.add_argument("--cycles", type=int, default=0, help=argparse.SUPPRESS)
     return parser
+
+
+def progress_flag(group: Any) -> None:
+    group.add_argument(
+        "--progress",
+        metavar="WHEN",
+        choices=WHEN,
+        default="auto",
+        help="progress on stderr: auto (default: one live line when stderr is a terminal), "
+        "always (bare --progress; plain lines when not a terminal), never",
+    )
 
 
 def cluster_flags(group: Any) -> None:
@@ -250,7 +282,7 @@ def build_subparser(command: str, prog: str) -> Parser:
         rev.add_argument("--local", action="store_true")
         parser.add_argument("-n", "--app-namespace", metavar="NS", default=None)
         cluster_flags(parser)
-        parser.add_argument("--progress", action="store_true")
+        progress_flag(parser)
     if command in ("plugins", "rules"):
         parser.add_argument("--plugin", metavar="PATH|MODULE", action="append", default=[])
         parser.add_argument("--disable-plugin", metavar="NAME", action="append", default=[])

@@ -12,7 +12,7 @@ import jmespath.exceptions
 import yaml
 from tabulate import tabulate
 
-from kubectl_gitdrift import model
+from kubectl_gitdrift import color, model, writers
 from kubectl_gitdrift.errors import UsageError
 
 SCHEMA_VERSION = "gitdrift/v1"
@@ -167,15 +167,24 @@ def query(data: Mapping[str, Any], expression: str) -> str:
 _MARK = {model.Severity.ERROR: "✗", model.Severity.WARNING: "!", model.Severity.INFO: "i"}
 
 
-def render_text(report: model.Report, *, show_suppressed: bool = False) -> str:
-    """The human report: what differs, who wrote it, why it persists, how to fix it."""
-    return "\n".join(_text_app(a, show_suppressed) for a in report.applications)
+def render_text(
+    report: model.Report, *, show_suppressed: bool = False, palette: color.Palette = color.OFF
+) -> str:
+    """The human report: what differs, who wrote it, why it persists, how to fix it. With an
+    enabled `palette` (the CLI's choice, for a terminal) statuses, severities, section titles
+    and table headers are coloured; the text is otherwise the same."""
+    return "\n".join(_text_app(a, show_suppressed, palette) for a in report.applications)
 
 
-def _text_app(app: model.AppReport, show_suppressed: bool) -> str:
+def _text_app(app: model.AppReport, show_suppressed: bool, palette: color.Palette) -> str:
+    paint = palette
     lines = [
-        f"Application {app.namespace}/{app.name}: {app.sync_status.value}"
-        + (f" (Argo CD says {app.argocd_sync_status})" if app.argocd_sync_status else ""),
+        f"Application {app.namespace}/{app.name}: {paint.status(app.sync_status.value)}"
+        + (
+            f" (Argo CD says {paint.status(app.argocd_sync_status)})"
+            if app.argocd_sync_status
+            else ""
+        ),
         f"Source: {app.source}",
     ]
     spec = app.application
@@ -186,26 +195,40 @@ def _text_app(app: model.AppReport, show_suppressed: bool) -> str:
             by = "automated" if last.automated else (last.initiated_by or "manual")
             lines.append(f"Last sync: {last.revision[:12]} at {last.deployed_at} ({by})")
     lines.append("")
-    rows = [[d.key.display(), d.status.value or "-", len(d.changes) or ""] for d in app.resources]
-    lines.append(tabulate(rows, headers=["RESOURCE", "STATUS", "CHANGES"], tablefmt="simple"))
+    rows = [
+        [d.key.display(), paint.status(d.status.value or "-"), len(d.changes) or ""]
+        for d in app.resources
+    ]
+    lines.append(
+        paint.header(tabulate(rows, headers=["RESOURCE", "STATUS", "CHANGES"], tablefmt="simple"))
+    )
     changed = [(d, c) for d in app.resources for c in d.changes]
     if changed:
-        lines += ["", "DRIFT"]
+        lines += ["", paint.title("DRIFT")]
+        writes = writers.audited_writes(app)
         table = [
-            [d.key.short(), model.display_path(c.path), _cell(c.desired), _cell(c.live), _owner(c)]
+            [
+                d.key.short(),
+                model.display_path(c.path),
+                _cell(c.desired),
+                _cell(c.live),
+                writers.written_by(c, writes.get((d.key, c.path))) or "(unknown)",
+            ]
             for d, c in changed
         ]
         lines.append(
-            tabulate(
-                table,
-                headers=["RESOURCE", "FIELD", "GIT", "LIVE", "WRITTEN BY"],
-                tablefmt="simple",
-                disable_numparse=True,
+            paint.header(
+                tabulate(
+                    table,
+                    headers=["RESOURCE", "FIELD", "GIT", "LIVE", "WRITTEN BY"],
+                    tablefmt="simple",
+                    disable_numparse=True,
+                )
             )
         )
     suppressed = [(d, s) for d in app.resources for s in d.suppressed]
     if suppressed and show_suppressed:
-        lines += ["", "SUPPRESSED (not counted as drift)"]
+        lines += ["", paint.title("SUPPRESSED (not counted as drift)")]
         table = [
             [
                 d.key.short(),
@@ -218,11 +241,13 @@ def _text_app(app: model.AppReport, show_suppressed: bool) -> str:
             for d, s in suppressed
         ]
         lines.append(
-            tabulate(
-                table,
-                headers=["RESOURCE", "FIELD", "GIT", "LIVE", "RULE", "PLUGIN"],
-                tablefmt="simple",
-                disable_numparse=True,
+            paint.header(
+                tabulate(
+                    table,
+                    headers=["RESOURCE", "FIELD", "GIT", "LIVE", "RULE", "PLUGIN"],
+                    tablefmt="simple",
+                    disable_numparse=True,
+                )
             )
         )
     elif suppressed:
@@ -232,11 +257,14 @@ def _text_app(app: model.AppReport, show_suppressed: bool) -> str:
         ]
     unknown = [d for d in app.resources if d.status is model.ResourceStatus.UNKNOWN]
     for drift in unknown:
-        lines.append(f"Unknown: {drift.key.short()}: {drift.reason}")
+        lines.append(f"{paint.status('Unknown')}: {drift.key.short()}: {drift.reason}")
     if app.findings:
-        lines += ["", "WHY"]
+        lines += ["", paint.title("WHY")]
         for f in app.findings:
-            lines += _wrap(f"{_MARK[f.severity]} [{f.code}] {f.message}", "    ")
+            mark = _MARK[f.severity]
+            wrapped = _wrap(f"{mark} [{f.code}] {f.message}", "    ")
+            wrapped[0] = paint.severity(mark) + wrapped[0][len(mark) :]
+            lines += wrapped
     fixes = [r for r in app.remedies if r.kind in (model.RemedyKind.ADOPT, model.RemedyKind.REVERT)]
     sections = [
         ("FIX (pick one)", fixes),
@@ -246,7 +274,7 @@ def _text_app(app: model.AppReport, show_suppressed: bool) -> str:
     for title, remedies in sections:
         if not remedies:
             continue
-        lines += ["", title]
+        lines += ["", paint.title(title)]
         for n, remedy in enumerate(remedies, 1):
             if len(remedies) > 1:
                 lines.append(f"{n}. {remedy.title}")
@@ -255,7 +283,7 @@ def _text_app(app: model.AppReport, show_suppressed: bool) -> str:
             for command in remedy.commands:
                 lines.append(f"  $ {command}")
     if app.notes:
-        lines += ["", "NOTES"]
+        lines += ["", paint.title("NOTES")]
         for note in app.notes:
             lines += _wrap(f"- {note}", "    ")
     return "\n".join(lines) + "\n"
@@ -284,11 +312,3 @@ def _cell(value: Any) -> str:
         return "(unset)"
     text = value if isinstance(value, str) else json.dumps(value, sort_keys=True)
     return text if len(text) <= 60 else text[:57] + "..."
-
-
-def _owner(change: model.Change) -> str:
-    owner = change.owner
-    if owner is None:
-        return "(unknown)"
-    via = f", /{owner.subresource}" if owner.subresource else ""
-    return f"{owner.manager} ({owner.operation}{via}, {owner.time or 'no time recorded'})"

@@ -14,10 +14,10 @@ import gc
 import os
 import re
 import secrets
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, Protocol, TextIO
 
 from kubectl_gitdrift import (
     application,
@@ -47,8 +47,18 @@ from kubectl_gitdrift.sources import git as source_git
 from kubectl_gitdrift.sources import locate as source_locate
 from kubectl_gitdrift.sources import render as source_render
 
-Progress = Callable[[str], None]
-"""Reports a step of long work (the CLI prints it on stderr when asked)."""
+
+class Progress(Protocol):
+    """Reports long work (the CLI shows it on stderr: progress.py)."""
+
+    def __call__(self, message: str) -> None:
+        """A step without a count ("connected to ...")."""
+
+    def start(self, phase: str, total: int) -> None:
+        """A phase of `total` items begins ("rendering", 24)."""
+
+    def advance(self, item: str = "") -> None:
+        """One item of the current phase is done (from any thread, in any order)."""
 
 
 #: Overrides for cluster.Config (tests shorten backoffs and page sizes here).
@@ -181,7 +191,6 @@ def prepare(
                 urls = ", ".join(sorted({s.repo_url for s in target.app.sources}))
                 target.skipped = f"repoURL {urls} is not the clone at --repo-root"
                 return True
-            progress(f"rendering {index}/{len(targets)} {target.name}")
             target.rendered = source_render.render(
                 target.app,
                 repo_root,
@@ -198,17 +207,24 @@ def prepare(
             target.error = exc
         return True
 
+    def counted(index: int, target: Target, cached_only: bool = False) -> bool:
+        done = one(index, target, cached_only)
+        if done:
+            progress.advance(target.name)
+        return done
+
+    progress.start("rendering", len(targets))
     workers = min(max_workers(), len(targets))
     if workers <= 1:
         for index, target in enumerate(targets, 1):
-            one(index, target)
+            counted(index, target)
         return targets
     # Cached renders first, one at a time (reading them is Python work: threads only take turns
     # on the interpreter); what is left runs kustomize and helm in parallel.
-    todo = [(i, t) for i, t in enumerate(targets, 1) if cache is None or not one(i, t, True)]
+    todo = [(i, t) for i, t in enumerate(targets, 1) if cache is None or not counted(i, t, True)]
     if todo:
         with concurrent.futures.ThreadPoolExecutor(max_workers=min(workers, len(todo))) as pool:
-            list(pool.map(one, *zip(*todo, strict=True)))
+            list(pool.map(counted, *zip(*todo, strict=True)))
     return targets
 
 
@@ -302,15 +318,16 @@ def run_all(
     Python (threads would take turns on one core), and forked processes were measured no faster
     on 2 cores (each report crossing the pipe costs what the second core saves)."""
     reports = []
+    todo = [t for t in targets if t.app is not None and t.rendered is not None]
+    if progress is not None:
+        progress.start("comparing", len(todo))
     try:
-        for number, target in enumerate(targets, 1):
-            if target.app is None or target.rendered is None:
-                continue
-            if progress is not None:
-                progress(f"comparing {number}/{len(targets)} {target.name}")
+        for target in todo:
             reports.append(
                 run_one(target, state, settings, pm, options, args, audit_log, index=index)
             )
+            if progress is not None:
+                progress.advance(target.name)
             gc.freeze()  # each report lives all run too: the cyclic GC need not rescan it
     finally:
         history = _history_cache(args)
