@@ -209,6 +209,80 @@ def test_without_the_flag_no_dry_run_is_sent(
         assert record.method == "GET", f"{record.method} {record.path}"
 
 
+# ---------------------------------------------------------------------------- verdicts
+
+
+def changed_paths(resource: Obj) -> set[str]:
+    return {c["path"] for c in resource["changes"]}
+
+
+@pytest.mark.server_dry_run
+def test_configmap_keys_git_dropped_are_removed(
+    kube_apiserver: ServerFactory,  # noqa: F811
+    repo: tuple[Path, str],
+    run_cli: Callable[..., Result],
+) -> None:
+    """01: the dry-run removes the data key, annotation and label git dropped (argocd-controller
+    owned them alone) and sets FLAG_DARK_MODE=on: OutOfSync on exactly those four fields."""
+    path, commit = repo
+    server = kube_apiserver(cluster_objects(commit))
+    result = run(run_cli, server, path, "ref-checkout-flags", "--server-dry-run")
+    assert result.exit_code == ExitCode.DRIFT, result.stderr
+    app = only_app(result)
+    assert app["sync"]["status"] == "OutOfSync"
+    resource = the_resource(app)
+    assert resource["status"] == "OutOfSync"
+    by_pointer = {c["pointer"]: c for c in resource["changes"]}
+    assert set(by_pointer) == {
+        "/data/FLAG_DARK_MODE",
+        "/data/FLAG_LEGACY_COUPONS",
+        "/metadata/annotations/flags.example.com~1owner",
+        "/metadata/labels/app.kubernetes.io~1component",
+    }
+    dark_mode = by_pointer["/data/FLAG_DARK_MODE"]
+    assert (dark_mode["desired"], dark_mode["live"]) == ("on", "off")
+    assert by_pointer["/data/FLAG_LEGACY_COUPONS"]["desired"] is None
+    assert any("--server-dry-run: 1 object(s) predicted" in n for n in app["notes"])
+
+
+@pytest.mark.server_dry_run
+def test_service_co_owned_fields_are_kept(
+    kube_apiserver: ServerFactory,  # noqa: F811
+    repo: tuple[Path, str],
+    run_cli: Callable[..., Result],
+) -> None:
+    """02: the annotation and port monitoring-operator co-owns stay, the annotation
+    kubectl-annotate took stays; only the label `team` (argocd-controller's alone) goes."""
+    path, commit = repo
+    server = kube_apiserver(cluster_objects(commit))
+    result = run(run_cli, server, path, "ref-payments-api", "--server-dry-run")
+    assert result.exit_code == ExitCode.DRIFT, result.stderr
+    resource = the_resource(only_app(result))
+    assert resource["status"] == "OutOfSync"
+    assert {c["pointer"] for c in resource["changes"]} == {"/metadata/labels/team"}
+
+
+@pytest.mark.server_dry_run
+def test_deployment_lists_merge_by_key(
+    kube_apiserver: ServerFactory,  # noqa: F811
+    repo: tuple[Path, str],
+    run_cli: Callable[..., Result],
+) -> None:
+    """03: the image changes and port 9901 gives way to 9000; the human's sidecar, volume and
+    mount stay (not argocd-controller's): no change reported under them."""
+    path, commit = repo
+    server = kube_apiserver(cluster_objects(commit))
+    result = run(run_cli, server, path, "ref-edge-proxy", "--server-dry-run")
+    assert result.exit_code == ExitCode.DRIFT, result.stderr
+    resource = the_resource(only_app(result))
+    assert resource["status"] == "OutOfSync"
+    pointers = {c["pointer"] for c in resource["changes"]}
+    assert any(p.endswith("/image") for p in pointers), pointers
+    assert any("/ports" in p for p in pointers), pointers
+    assert not any("log-shipper" in json.dumps(c) for c in resource["changes"])
+    assert not any("/volumes" in p or "/volumeMounts" in p for p in pointers), pointers
+
+
 # ---------------------------------------------------------------------------- refusals
 
 
@@ -289,3 +363,96 @@ def test_the_replay_refuses_what_was_not_recorded() -> None:
     moved["metadata"]["resourceVersion"] = "1"
     with pytest.raises(APIError, match=r"not live-before\.json"):
         apiserver_dryrun.replay(recordings, query, sent, moved)
+
+
+@pytest.mark.server_dry_run
+def test_with_the_flag_only_dry_run_applies_are_added(
+    kube_apiserver: ServerFactory,  # noqa: F811
+    repo: tuple[Path, str],
+    run_cli: Callable[..., Result],
+) -> None:
+    """--all with the flag: the same reads as without it, plus one dryRun=All apply per
+    desired object of a Server-Side Diff app, and nothing else."""
+    path, commit = repo
+    server = kube_apiserver(cluster_objects(commit))
+    base = [
+        "--all",
+        "--kubeconfig",
+        str(server.kubeconfig_path),
+        "--repo-root",
+        str(path),
+        "--no-entry-points",
+        "-o",
+        "json",
+    ]
+    without = run_cli(base)
+    assert without.exit_code == ExitCode.DRIFT, without.stderr
+    reads = sorted((r.method, r.path, tuple(sorted(r.query.items()))) for r in server.requests)
+    server.clear_requests()
+    with_flag = run_cli([*base, "--server-dry-run"])
+    assert with_flag.exit_code == ExitCode.DRIFT, with_flag.stderr
+    dry_runs = server.dry_runs
+    assert sorted(r.path for r in dry_runs) == [
+        "/api/v1/namespaces/ssa-reference/configmaps/checkout-flags",
+        "/api/v1/namespaces/ssa-reference/services/payments-api",
+        "/apis/apps/v1/namespaces/ssa-reference/deployments/edge-proxy",
+    ]
+    for record in dry_runs:
+        assert record.query == apiserver_dryrun.RECORDED_QUERY
+        assert record.content_type == "application/apply-patch+yaml"
+        assert record.status == 200
+    others = sorted(
+        (r.method, r.path, tuple(sorted(r.query.items())))
+        for r in server.requests
+        if not r.is_dry_run
+    )
+    assert others == reads
+    assert {method for method, _path, _query in others} <= {"GET", "POST"}
+    assert not server.write_violations
+
+
+pytest_plugins = ["pytester"]
+
+
+@pytest.mark.server_dry_run  # the inner session's dry-runs land in this process's registry too
+def test_the_guard_fails_a_test_that_dry_runs_without_saying_so(
+    pytester: pytest.Pytester,
+) -> None:
+    """End to end: an unmarked test that sends a dryRun=All apply errors at teardown; a marked
+    one passes. (A PATCH that is not a dryRun=All apply is a write: tests/test_readonly.py.)"""
+    pytester.makeconftest("from tests.conftest import _cluster_stays_read_only  # noqa: F401\n")
+    pytester.makepyfile(
+        test_inner=f"""
+import sys
+sys.path.insert(0, {str(conftest.ROOT)!r})
+import httpx
+import pytest
+from tests.apiserver import serve
+
+PATH = "/api/v1/namespaces/prod/configmaps/x"
+APPLY = {{"Content-Type": "application/apply-patch+yaml"}}
+
+def patch(query):
+    with serve([]) as server, httpx.Client(
+        base_url=server.url, verify=server.ssl_context(), headers=server.headers()
+    ) as client:
+        return client.patch(PATH, params=query, content=b"{{}}", headers=APPLY).status_code
+
+def test_dry_run_unmarked():
+    assert patch({{"dryRun": "All", "fieldManager": "m"}}) == 400
+
+@pytest.mark.server_dry_run
+def test_dry_run_marked():
+    assert patch({{"dryRun": "All", "fieldManager": "m"}}) == 400
+"""
+    )
+    result = pytester.runpytest_inprocess(
+        "-p", "no:cacheprovider", "-o", "markers=server_dry_run: allowed", "-W", "ignore"
+    )
+    result.assert_outcomes(passed=2, errors=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*ERROR at teardown of test_dry_run_unmarked*",
+            "*sent server-side apply dry-runs without --server-dry-run: PATCH *dryRun=All*",
+        ]
+    )

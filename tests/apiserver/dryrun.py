@@ -117,7 +117,9 @@ def check_options(query: Mapping[str, str]) -> None:
         )
 
 
-def replay(recordings: list[Recording], query: Mapping[str, str], sent: Obj, live: Obj) -> Obj:
+def replay(
+    recordings: list[Recording], query: Mapping[str, str], sent: Obj, live: Obj | None
+) -> Obj:
     """The recorded answer for this request, or a 400 APIError saying why none fits."""
     meta = sent.get("metadata") or {}
     what = f"{sent.get('kind')} {meta.get('namespace', '')}/{meta.get('name', '')}".strip()
@@ -138,7 +140,7 @@ def replay(recordings: list[Recording], query: Mapping[str, str], sent: Obj, liv
     )
 
 
-def _mismatch(rec: Recording, query: Mapping[str, str], sent: Obj, live: Obj) -> str | None:
+def _mismatch(rec: Recording, query: Mapping[str, str], sent: Obj, live: Obj | None) -> str | None:
     if rec.key[1:] != (
         str(sent.get("kind")),
         str((sent.get("metadata") or {}).get("namespace") or ""),
@@ -151,6 +153,8 @@ def _mismatch(rec: Recording, query: Mapping[str, str], sent: Obj, live: Obj) ->
     path = _first_difference(rec.desired, sent)
     if path is not None:
         return f"the applied object differs from desired.yaml at {path}"
+    if live is None:
+        return "the object does not exist (the recordings only update existing objects)"
     live_meta = live.get("metadata") or {}
     rec_meta = rec.live_before.get("metadata") or {}
     for field in ("uid", "resourceVersion"):

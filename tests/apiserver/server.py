@@ -907,7 +907,10 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             raise method_not_supported(info.verb, rtype.plural, rtype.group)
         dryrun.check_options(query)
         sent = dryrun.parse_body(body)
-        live = api.store.get(rtype, info.namespace if rtype.namespaced else "", info.name)
+        try:
+            live = api.store.get(rtype, info.namespace if rtype.namespaced else "", info.name)
+        except APIError:  # a real server would create it (201); nothing recorded does that
+            live = None
         return _json(200, dryrun.replay(api.recordings, query, sent, live))
 
     def _authorize(self, info: RequestInfo, identity: Identity) -> None:
