@@ -31,6 +31,7 @@ from kubectl_gitdrift import (
     parser,
     plugins,
     progress,
+    pushgateway,
     rbac,
     remedies,
     report,
@@ -218,14 +219,15 @@ def _compare(args: argparse.Namespace, out: TextIO, err: TextIO) -> ExitCode:
         patches = "".join(remedies.patch(r.remedies) for r in result.applications)
         _write_atomically(args.write_patch, patches)
     if args.output == "openmetrics":
-        text = metrics.render(
-            result.applications,
-            metrics.RunInfo(
-                duration_seconds=time.monotonic() - started,
-                last_success=time.time(),
-                failed=[t.name for t in targets if t.error is not None],
-            ),
+        info = metrics.RunInfo(
+            duration_seconds=time.monotonic() - started,
+            last_success=time.time(),
+            failed=[t.name for t in targets if t.error is not None],
         )
+        text = metrics.render(result.applications, info)
+        if args.pushgateway:
+            registry = metrics.registry(result.applications, info)
+            pushgateway.push(args.pushgateway, registry, shard=args.shard or "")
     elif args.all:
         text = _render_all(result, targets, args, renderers, _palette(args, out))
     elif args.query:
@@ -347,6 +349,8 @@ def _check_selection(args: argparse.Namespace, names: Sequence[str]) -> None:
         raise UsageError("-A/--all-namespaces only goes with --all")
     if getattr(args, "shard", None) and not args.all:
         raise UsageError("--shard only goes with --all")
+    if getattr(args, "pushgateway", None) and args.output != "openmetrics":
+        raise UsageError("--pushgateway only goes with -o openmetrics")
 
 
 def _write_atomically(path: Path, text: str) -> None:

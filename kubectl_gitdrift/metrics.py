@@ -45,10 +45,15 @@ class RunInfo:
 
 def render(reports: Sequence[model.AppReport], info: RunInfo) -> str:
     """The OpenMetrics text for one run (ends with `# EOF`)."""
-    registry = CollectorRegistry(auto_describe=False)
-    registry.register(_Collector(reports, info))
-    text: bytes = generate_latest(registry)  # type: ignore[no-untyped-call]
+    text: bytes = generate_latest(registry(reports, info))  # type: ignore[no-untyped-call]
     return text.decode("utf-8")
+
+
+def registry(reports: Sequence[model.AppReport], info: RunInfo) -> CollectorRegistry:
+    """The run's metrics as a prometheus_client registry (for a Pushgateway push)."""
+    out = CollectorRegistry(auto_describe=False)
+    out.register(_Collector(reports, info))
+    return out
 
 
 class _Collector(Collector):

@@ -132,9 +132,15 @@ def build_parser(prog: str = "kubectl gitdrift") -> Parser:
         default="text",
         metavar="FORMAT",
         help="text (default), json, yaml, diff (argocd app diff's layout), markdown "
-        "(a post-mortem write-up), or a plugin's format",
+        "(a post-mortem write-up), openmetrics (Prometheus metrics), or a plugin's format",
     )
     out.add_argument("--query", metavar="JMESPATH", help="print this JMESPath over the JSON report")
+    out.add_argument(
+        "--pushgateway",
+        metavar="URL",
+        help="with -o openmetrics: also push the metrics to this Prometheus Pushgateway "
+        "(job=kubectl-gitdrift, shard=K with --shard)",
+    )
     out.add_argument(
         "--show-suppressed",
         action="store_true",

@@ -3,20 +3,23 @@
 
 from __future__ import annotations
 
+import http.server
 import importlib.util
 import json
 import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 from prometheus_client.openmetrics.parser import text_string_to_metric_families
+from prometheus_client.parser import text_string_to_metric_families as prometheus_text_families
 
 from kubectl_gitdrift import metrics, model, shard
 from kubectl_gitdrift.errors import ExitCode, UsageError
@@ -27,7 +30,8 @@ CLI = Path(sys.executable).with_name("kubectl-gitdrift")
 
 def _generator() -> Any:
     spec = importlib.util.spec_from_file_location("bench_generate", ROOT / "bench" / "generate.py")
-    assert spec is not None and spec.loader is not None
+    assert spec is not None
+    assert spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     sys.modules.setdefault("bench_generate", module)
     spec.loader.exec_module(module)
@@ -50,7 +54,9 @@ def fleet_args(fleet24: tuple[Path, dict[str, Any]]) -> list[str]:
 
 
 @pytest.fixture(autouse=True)
-def _shared_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+def _shared_cache(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """One render cache for the module's runs: the fleet is rendered once, not once per shard."""
     cache = tmp_path_factory.getbasetemp() / "fleet-render-cache"
     monkeypatch.setenv("KUBECTL_GITDRIFT_CACHE_DIR", str(cache))
@@ -107,7 +113,7 @@ def test_shard_needs_all(run_cli: Callable[..., Result], tmp_path: Path) -> None
 
 def _samples(text: str) -> dict[str, list[Any]]:
     out: dict[str, list[Any]] = {}
-    for family in text_string_to_metric_families(text):
+    for family in text_string_to_metric_families(text):  # type: ignore[no-untyped-call]
         for sample in family.samples:
             out.setdefault(sample.name, []).append(sample)
     return out
@@ -127,9 +133,7 @@ def test_openmetrics_names_each_drifted_field_and_its_manager(
          s.labels["manager"])
         for s in samples["gitdrift_drifted_field"]
     }  # fmt: skip
-    expected = {
-        (d["app"], d["kind"], d["name"], d["path"], d["manager"]) for d in meta["drifted"]
-    }
+    expected = {(d["app"], d["kind"], d["name"], d["path"], d["manager"]) for d in meta["drifted"]}
     assert expected <= fields, sorted(expected - fields)
     out_of_sync = {
         s.labels["application"]: s.value for s in samples["gitdrift_application_out_of_sync"]
@@ -147,8 +151,9 @@ def test_openmetrics_names_each_drifted_field_and_its_manager(
     assert {s.labels["code"] for s in samples["gitdrift_finding"]} >= {"manual-drift"}
 
 
-def test_openmetrics_never_carries_secret_values(run_cli: Callable[..., Result], tmp_path: Path,
-                                                 build_repo: Callable[[Path], Path]) -> None:
+def test_openmetrics_never_carries_secret_values(
+    run_cli: Callable[..., Result], tmp_path: Path, build_repo: Callable[[Path], Path]
+) -> None:
     scenario = TESTDATA / "scenarios" / "secret-values-masked"
     spec_args = ["--snapshot", str(scenario / "snapshot.yaml"), "--repo-root",
                  str(build_repo(scenario / "repo-src"))]  # fmt: skip
@@ -186,7 +191,7 @@ def _secret_values(scenario: Path) -> set[str]:
                     values.add(str(v))
                     values.add(base64.b64decode(str(v)).decode("utf-8", "replace"))
                 values.update(str(v) for v in (obj.get("stringData") or {}).values())
-    return {v for v in values if len(v) >= 4}
+    return {v for v in values if len(v) >= 8}  # short ones ("billing") are also names
 
 
 def _report_with(changes: int) -> model.AppReport:
@@ -228,7 +233,7 @@ def test_openmetrics_bounds_label_cardinality() -> None:
 
 
 def _get(url: str) -> tuple[int, str, str]:
-    with urllib.request.urlopen(url, timeout=10) as response:  # noqa: S310 (loopback)
+    with urllib.request.urlopen(url, timeout=10) as response:
         return response.status, response.headers["Content-Type"], response.read().decode()
 
 
@@ -260,7 +265,8 @@ def test_serve_keeps_the_last_good_result(
         _wait_for(lambda: "listening on" in stderr.read_text(), "serve to listen")
         url = stderr.read_text().split("listening on ", 1)[1].split()[0].removesuffix("/metrics")
         status, ctype, text = _get(url + "/metrics")
-        assert status == 200 and ctype.startswith("application/openmetrics-text")
+        assert status == 200
+        assert ctype.startswith("application/openmetrics-text")
         good = _samples(text)
         assert len(good["gitdrift_application_out_of_sync"]) == len(meta["apps"])
         assert _get(url + "/healthz")[:1] == (200,)
@@ -270,7 +276,8 @@ def test_serve_keeps_the_last_good_result(
         snap.write_text("kind: [unclosed\n")  # the snapshot becomes unreadable
 
         def failed_once() -> bool:
-            return _samples(_get(url + "/metrics")[2])["gitdrift_run_failures"][0].value >= 1
+            samples = _samples(_get(url + "/metrics")[2])
+            return bool(samples["gitdrift_run_failures_total"][0].value >= 1)
 
         _wait_for(failed_once, "a failed cycle")
         kept = _samples(_get(url + "/metrics")[2])
@@ -290,3 +297,81 @@ def test_serve_rejects_other_outputs(run_cli: Callable[..., Result]) -> None:
     result = run_cli(["serve", "--all", "-o", "json", "--snapshot", "x.yaml"])
     assert result.exit_code == ExitCode.USAGE_ERROR
     assert "serve always serves OpenMetrics" in result.stderr
+
+
+# --------------------------------------------------------------------------- pushgateway
+
+
+class _Capture(http.server.BaseHTTPRequestHandler):
+    """A Pushgateway's push endpoint: records each PUT and answers 200 (or 503 when told)."""
+
+    pushes: ClassVar[list[tuple[str, str, bytes]]] = []
+    status: ClassVar[int] = 200
+
+    def do_PUT(self) -> None:  # http.server's naming
+        body = self.rfile.read(int(self.headers["Content-Length"] or 0))
+        self.pushes.append((self.path, self.headers["Content-Type"], body))
+        self.send_response(self.status)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+@pytest.fixture
+def pushgateway() -> Iterator[tuple[str, type[_Capture]]]:
+    _Capture.pushes, _Capture.status = [], 200
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Capture)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}", _Capture
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@pytest.mark.slow
+def test_pushgateway_gets_the_shards_metrics(
+    run_cli: Callable[..., Result],
+    fleet_args: list[str],
+    pushgateway: tuple[str, type[_Capture]],
+) -> None:
+    url, capture = pushgateway
+    result = run_cli([*fleet_args, "--shard", "2/4", "-o", "openmetrics", "--pushgateway", url])
+    assert result.exit_code == ExitCode.DRIFT, result.stderr
+    ((path, ctype, body),) = capture.pushes
+    assert path == "/metrics/job/kubectl-gitdrift/shard/2"  # a shard replaces only its own push
+    assert ctype.startswith("text/plain")
+    pushed = {
+        s.labels["application"]
+        for f in prometheus_text_families(body.decode())  # the 0.0.4 text format a push uses
+        for s in f.samples
+        if s.name == "gitdrift_application_out_of_sync"
+    }
+    printed = {
+        s.labels["application"] for s in _samples(result.stdout)["gitdrift_application_out_of_sync"]
+    }
+    assert pushed == printed
+    assert pushed  # shard 2 of 4 of 24 apps is not empty
+
+
+def test_pushgateway_refusal_is_one_line(
+    run_cli: Callable[..., Result],
+    fleet_args: list[str],
+    pushgateway: tuple[str, type[_Capture]],
+) -> None:
+    url, capture = pushgateway
+    capture.status = 503
+    result = run_cli([*fleet_args, "-o", "openmetrics", "--pushgateway", url])
+    assert result.exit_code == ExitCode.ERROR
+    assert result.stderr.splitlines()[0] == (
+        f"error: --pushgateway {url}: the Pushgateway answered 503 Service Unavailable"
+    )
+
+
+def test_pushgateway_needs_openmetrics(run_cli: Callable[..., Result]) -> None:
+    result = run_cli(["--all", "--snapshot", "x.yaml", "--pushgateway", "http://pg:9091"])
+    assert result.exit_code == ExitCode.USAGE_ERROR
+    assert "--pushgateway only goes with -o openmetrics" in result.stderr
