@@ -13,9 +13,11 @@ the repository root); `$<ref>/path` resolves against the tree of the source whos
 `<ref>`. A missing value file is an error unless `ignoreMissingValueFiles`. `valuesObject` wins
 over `values`. `--set*` values have unescaped commas escaped, as Argo CD's `cleanSetParameters`.
 
-Offline only: charts from Helm/OCI repositories, remote value files and dependencies that are not
-vendored in `charts/` are refused with a SourceError (Argo CD would download them). Hooks are not
-run (`helm template` never runs them); hook objects are in the output and dropped by the engine.
+Charts from Helm repositories and OCI registries are pulled, and dependencies missing from
+`charts/` built, by `sources/charts.py` (into the cache, as Argo CD's repo-server does); `helm
+template` then runs on the pulled chart, or on a copy of the git chart with its dependencies.
+Remote value files are refused. Hooks are not run (`helm template` never runs them); hook
+objects are in the output and dropped by the engine.
 
 The helm binary: `$KUBECTL_GITDRIFT_HELM`, else `helm` on PATH, else `<checkout>/.tools/bin/helm`
 (what `tools/install_helm.sh` installs).
@@ -37,6 +39,7 @@ import yaml
 from kubectl_gitdrift import yamlio
 from kubectl_gitdrift.errors import SourceError
 from kubectl_gitdrift.model import Application, AppSource, Manifest, ObjectKey
+from kubectl_gitdrift.sources import charts as chart_fetch
 from kubectl_gitdrift.sources import directory, process
 from kubectl_gitdrift.sources.kustomize import envsubst
 
@@ -97,27 +100,35 @@ def template(
     workdir: Path,
     env: Mapping[str, str],
     tree: Path | None = None,
+    charts: chart_fetch.Charts | None = None,
+    policy: chart_fetch.RepoPolicy | None = None,
+    revision: str | None = None,
+    display: str | None = None,
+    origins: bool = True,
 ) -> list[Manifest]:
     """Render the chart at `chart_dir` with the Application's helm `options`.
 
     `tree` is the repository tree `chart_dir` lives in (default: derived from `source.path`);
-    origins are reported relative to it. `tree_for_ref` maps a source's `ref` to its tree, for
-    `$<ref>/…` value files. `env` is Argo CD's build environment (ARGOCD_APP_NAME, …).
+    origins are reported relative to it (none with `origins=False`: a pulled chart is no file
+    in git). `tree_for_ref` maps a source's `ref` to its tree, for `$<ref>/…` value files.
+    `env` is Argo CD's build environment (ARGOCD_APP_NAME, …). Dependencies missing from
+    `charts/` are built with `charts` (under the AppProject `policy`; cached when `revision`,
+    the commit or chart digest, is known); without `charts` they are an error.
     """
     options = options or {}
-    if source.chart and not source.path:
+    if source.chart and not source.path and display is None:
         raise SourceError(
             f"helm chart {source.chart} from {source.repo_url or 'a chart repository'}: "
             "charts from Helm or OCI repositories cannot be rendered offline",
             hint="vendor the chart into git and point the source's path at it",
         )
-    display = _display(source.path)
+    display = display or _display(source.path)
     if tree is None:
         tree = chart_dir
         for _ in [] if display == "." else display.split("/"):
             tree = tree.parent
     chart = _chart_metadata(chart_dir, display)
-    _check_dependencies(chart_dir, display, chart)
+    missing = _missing_dependencies(chart_dir, display, chart, fail=charts is None)
     _check_symlinks(chart_dir, tree, display)
     helm = helm_binary()
     if helm is None:
@@ -129,11 +140,22 @@ def template(
     workdir.mkdir(parents=True, exist_ok=True)
     scratch = Path(tempfile.mkdtemp(prefix="helm-", dir=workdir))
     try:
+        run_dir = chart_dir
+        if missing and charts is not None:
+            # Argo CD: `helm dependency build` when template says dependencies are missing
+            run_dir = charts.build_dependencies(
+                chart_dir,
+                tree,
+                display,
+                policy=policy,
+                pass_credentials=bool(options.get("passCredentials")),
+                revision=revision,
+            )
         args = _arguments(chart_dir, tree, app, options, tree_for_ref, env, scratch, display)
-        output = _run(helm, args, chart_dir, scratch, display, tree)
+        output = _run(helm, args, run_dir, scratch, display, tree)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
-    return _parse(output, display, str(chart.get("name") or ""), tree)
+    return _parse(output, display, str(chart.get("name") or ""), tree if origins else None)
 
 
 def set_value(value: str) -> str:
@@ -162,22 +184,29 @@ def _chart_metadata(chart_dir: Path, display: str) -> dict[str, Any]:
     return dict(docs[0])
 
 
-def _check_dependencies(chart_dir: Path, display: str, chart: Mapping[str, Any]) -> None:
-    """Every dependency must be vendored in charts/ (Argo CD would `helm dependency build`)."""
+def _missing_dependencies(
+    chart_dir: Path, display: str, chart: Mapping[str, Any], *, fail: bool
+) -> list[Mapping[str, Any]]:
+    """The dependencies not vendored in charts/ (Argo CD then runs `helm dependency build`);
+    with `fail`, the first of them is an error instead."""
     deps = chart.get("dependencies")
     requirements = chart_dir / "requirements.yaml"  # apiVersion v1 charts
     if not deps and requirements.is_file():
         docs = yamlio.load_documents(requirements.read_bytes(), f"{display}/requirements.yaml")
         deps = (docs[0] if docs else {}).get("dependencies")
     if not isinstance(deps, list):
-        return
+        return []
     vendored = _vendored_charts(chart_dir / "charts")
     name = chart.get("name") or display
+    missing: list[Mapping[str, Any]] = []
     for dep in deps:
         if not isinstance(dep, Mapping) or not dep.get("name"):
             continue
         dep_name = str(dep["name"])
         if dep_name in vendored:
+            continue
+        if not fail:
+            missing.append(dep)
             continue
         where = dep.get("repository") or "no repository"
         raise SourceError(
@@ -186,6 +215,7 @@ def _check_dependencies(chart_dir: Path, display: str, chart: Mapping[str, Any])
             hint=f"run `helm dependency build {display}` and commit charts/, or render with "
             "Argo CD (`argocd app manifests`)",
         )
+    return missing
 
 
 def _vendored_charts(charts: Path) -> set[str]:
@@ -436,14 +466,14 @@ def _error_detail(stderr: bytes, chart_dir: Path, tree: Path, scratch: Path) -> 
     return line
 
 
-def _parse(output: bytes, display: str, chart_name: str, tree: Path) -> list[Manifest]:
+def _parse(output: bytes, display: str, chart_name: str, tree: Path | None) -> list[Manifest]:
     text = output.decode("utf-8", "replace")
     manifests: list[Manifest] = []
     for chunk in _DOC_SPLIT.split(text):
         if not chunk.strip():
             continue
         match = _SOURCE_LINE.search(chunk)
-        origin = _origin(match.group(1), display, chart_name, tree) if match else None
+        origin = _origin(match.group(1), display, chart_name, tree) if match and tree else None
         name = origin or f"helm template {display}"
         for body in yamlio.load_objects(chunk, name):
             manifests.append(Manifest(key=ObjectKey.of(body), body=body, origin=origin))

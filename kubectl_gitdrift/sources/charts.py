@@ -1,0 +1,784 @@
+"""Charts from Helm repositories and OCI registries, and chart dependencies, fetched the way Argo
+CD's repo-server fetches them, with the real helm, into the cache.
+
+What a chart source is (Argo CD's `ApplicationSource.IsHelm`/`IsHelmOci`, util/helm/client.go):
+
+- `chart:` with an `https://` (or `http://`) repoURL: a Helm repository (`index.yaml`);
+- `chart:` with a repoURL that has no scheme (`ghcr.io/org/charts`): an OCI registry, pulled
+  as `oci://<repoURL>/<chart>` (Argo CD's `enableOCI` repositories, which are written without
+  the scheme); `oci://<repo>` with `chart:` is taken the same way;
+- no `chart:` and an `oci://` repoURL: the OCI artifact itself is the chart (Argo CD 3.1 OCI
+  sources); `path` selects a directory inside it.
+
+`targetRevision` is a version (used as written, as Argo CD's `versions.IsVersion` does) or a
+semver constraint (`1.2.*`, `>=1.0 <2`, `^1.2`), which helm resolves to the highest matching
+version from the repository's index or the registry's tags, as Argo CD's `MaxVersion` does (both
+use Masterminds/semver). A pulled chart is kept in the cache under `charts/<key>/`, keyed by
+(repository, chart, version): the `.tgz` as pulled, its digest and its extracted tree, renamed
+into place complete. A version already there is used without any network access; a constraint
+asks the repository each run (the newest match may have changed).
+
+Credentials come from the user's own helm configuration only (Argo CD's repository Secrets are
+never read): the registry config (`$HELM_REGISTRY_CONFIG`, else `<helm config
+home>/registry/config.json`, as `helm registry login` writes it) for OCI, and the entry of the
+user's `repositories.yaml` with the same URL (or, for a dependency declared `@name` /
+`alias:name`, that name) for Helm repositories. helm verifies TLS against the system CAs and
+`$SSL_CERT_FILE`/`$SSL_CERT_DIR`. Plain HTTP to an OCI registry only for hosts named in
+`$KUBECTL_GITDRIFT_INSECURE_REGISTRIES` (comma-separated `host[:port]`); `http://` Helm
+repositories are used as written. `helm.passCredentials` passes the repository's credentials to
+chart URLs on other hosts (helm's `--pass-credentials`).
+
+Dependencies of a chart from git that are not vendored in `charts/` are built as `helm
+dependency build` builds them (Chart.lock when there is one), on a copy of the chart (the
+exported tree is never written), and the built `charts/` is cached by the chart's dependency
+files. The AppProject's `sourceRepos` governs dependency repositories as in Argo CD: the
+repo-server is only given the credentials of repositories the project permits, and a failed
+build that involves a repository the project does not permit is reported as "helm repos … are
+not permitted in project '…'" (the error Argo CD's e2e tests assert).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import re
+import shutil
+import tarfile
+import tempfile
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import yaml
+
+from kubectl_gitdrift.errors import SourceError
+from kubectl_gitdrift.sources import process
+
+INSECURE_ENV = "KUBECTL_GITDRIFT_INSECURE_REGISTRIES"
+PULL_TIMEOUT = 120.0
+"""Seconds one `helm pull`, `helm repo update` or `helm dependency build` may run."""
+MAX_EXTRACTED = 256 * 1024 * 1024
+"""Bytes a chart archive may expand to (Argo CD bounds it too: manifestMaxExtractedSize)."""
+CHARTS_KEPT = 64
+"""Pulled charts and built dependency sets kept; the least recently used go first."""
+
+# Masterminds/semver v3 `NewVersion` (what Argo CD's versions.IsVersion accepts)
+_SEMVER = re.compile(
+    r"^v?(0|[1-9]\d*)(?:\.(0|[1-9]\d*))?(?:\.(0|[1-9]\d*))?"
+    r"(?:-((?:0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*)(?:\.(?:0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*))*))?"
+    r"(?:\+([0-9a-zA-Z-]+(?:\.[0-9a-zA-Z-]+)*))?$"
+)
+_SCHEME = re.compile(r"^([a-zA-Z][a-zA-Z0-9+.-]*)://")
+_LOCK = threading.Lock()
+_KEY_LOCKS: dict[str, threading.Lock] = {}
+"""One lock per cache entry, shared by every Charts of the process (renders run in threads)."""
+
+
+def is_version(text: str) -> bool:
+    """A version, not a constraint: Masterminds/semver's NewVersion accepts it."""
+    return bool(_SEMVER.match(text.strip()))
+
+
+@dataclass(frozen=True, slots=True)
+class ChartSource:
+    """Where a chart comes from."""
+
+    kind: str  # "repo" (a Helm repository over http(s)) | "oci"
+    repo: str  # the repoURL as written
+    chart: str  # the chart's name ("" for an oci:// artifact that is itself the chart)
+
+    @property
+    def ref(self) -> str:
+        """What helm pulls: the repository URL (with `chart` as the name) or `oci://…`."""
+        if self.kind == "repo":
+            return self.repo.rstrip("/")
+        base = self.repo if self.repo.startswith("oci://") else f"oci://{self.repo}"
+        return f"{base.rstrip('/')}/{self.chart}" if self.chart else base.rstrip("/")
+
+    @property
+    def host(self) -> str:
+        return urlsplit(self.ref).netloc.lower()
+
+    def describe(self, version: str = "") -> str:
+        at = f" {version}" if version else ""
+        if self.chart:
+            return f"helm chart {self.chart}{at} from {self.repo}"
+        return f"helm chart {self.repo}{at}"
+
+
+def classify(repo_url: str, chart: str) -> ChartSource | None:
+    """The chart source an Application source names, or None when it is a git source."""
+    repo = repo_url.strip()
+    scheme = _SCHEME.match(repo)
+    if not chart:
+        if scheme and scheme.group(1).lower() == "oci":
+            return ChartSource("oci", repo, "")
+        return None
+    if scheme is None:
+        if repo.startswith("git@") or re.match(r"^[\w.-]+@", repo):
+            raise SourceError(
+                f"helm chart {chart}: repoURL {repo} is a git URL; a chart needs a Helm "
+                "repository (https://…) or an OCI registry (host/path)",
+            )
+        return ChartSource("oci", repo, chart)  # Argo CD: no scheme means OCI (enableOCI)
+    name = scheme.group(1).lower()
+    if name in ("http", "https"):
+        return ChartSource("repo", repo, chart)
+    if name == "oci":
+        return ChartSource("oci", repo, chart)
+    raise SourceError(
+        f"helm chart {chart}: repoURL {repo} is neither a Helm repository (https://…) nor an "
+        "OCI registry (host/path or oci://host/path)"
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Pulled:
+    """A chart pulled and extracted."""
+
+    directory: Path  # the chart's directory (holds Chart.yaml)
+    version: str  # the version pulled (resolved when a constraint was asked for)
+    digest: str  # sha256 of the chart archive
+
+
+@dataclass(frozen=True, slots=True)
+class RepoPolicy:
+    """An AppProject's `sourceRepos` (Argo CD's `AppProject.IsSourcePermitted`)."""
+
+    project: str
+    source_repos: tuple[str, ...]
+
+    def permits(self, url: str) -> bool:
+        value = _normalize(url)
+        matched = False
+        for pattern in self.source_repos:
+            deny = pattern.startswith("!")
+            norm = _normalize(pattern[1:] if deny else pattern)
+            if deny:
+                if _glob(norm, value):
+                    return False  # a deny pattern that matches: never permitted
+                continue
+            if norm == "*" or _glob(norm, value):
+                matched = True
+        return matched
+
+
+def insecure_hosts() -> frozenset[str]:
+    raw = os.environ.get(INSECURE_ENV, "")
+    return frozenset(h.strip().lower() for h in raw.split(",") if h.strip())
+
+
+class Charts:
+    """Pulls charts and builds dependencies for one run; safe to use from several threads.
+    `directory` is the cache directory (None: keep nothing, work in `workdir`)."""
+
+    def __init__(self, directory: Path | None, workdir: Path, helm: str) -> None:
+        self.directory = directory
+        self.workdir = workdir
+        self.helm = helm
+
+    # ------------------------------------------------------------------ pulling a chart
+
+    def pull(self, source: ChartSource, version: str, *, pass_credentials: bool = False) -> Pulled:
+        """The chart `source` at `version` (a version or a constraint), from the cache when
+        that exact version was pulled before."""
+        version = version.strip()
+        what = source.describe(version)
+        if not version:
+            raise SourceError(
+                f"{what}: targetRevision is empty; Argo CD needs a chart version or a semver "
+                "range (e.g. 1.2.3, 1.2.*, >=1.0 <2)"
+            )
+        exact = is_version(version)
+        key = _key("chart", source.kind, source.ref, version)
+        with self._key_lock(key):
+            if exact:
+                found = self._cached(key)
+                if found is not None:
+                    return found
+            with self._scratch("pull-") as scratch:
+                archive = self._download(source, version, scratch, pass_credentials, what)
+                entry = scratch / "entry"
+                pulled = _unpack(archive, entry, what)
+                if not exact:  # keep it under the version it resolved to
+                    key = _key("chart", source.kind, source.ref, pulled.version)
+                    found = self._cached(key)
+                    if found is not None:
+                        return found
+                return self._keep(key, entry, pulled)
+
+    def _download(
+        self,
+        source: ChartSource,
+        version: str,
+        scratch: Path,
+        pass_credentials: bool,
+        what: str,
+    ) -> Path:
+        out = scratch / "out"
+        out.mkdir()
+        if source.kind == "oci":
+            args = ["pull", source.ref, "--version", version, "--destination", str(out)]
+            if source.host in insecure_hosts():
+                args.append("--plain-http")
+            self._helm(args, scratch, what, registry=_user_registry_config())
+        else:
+            entry = _repository_entry(source.ref, name="gitdrift")
+            if pass_credentials:
+                entry["pass_credentials_all"] = True
+            _write_repositories(scratch, [entry])
+            self._helm(["repo", "update", "gitdrift"], scratch, what)
+            args = ["pull", f"gitdrift/{source.chart}", "--version", version, "-d", str(out)]
+            self._helm(args, scratch, what)
+        archives = sorted(out.glob("*.tgz"))
+        if len(archives) != 1:
+            raise SourceError(f"{what} {version}: helm pull wrote {len(archives)} archives")
+        return archives[0]
+
+    # ------------------------------------------------------------------ dependencies
+
+    def build_dependencies(
+        self,
+        chart_dir: Path,
+        tree: Path,
+        display: str,
+        *,
+        policy: RepoPolicy | None,
+        pass_credentials: bool,
+        revision: str | None,
+    ) -> Path:
+        """A copy of the chart at `chart_dir` with every dependency in `charts/`, as `helm
+        dependency build` leaves it. `revision` is the commit the tree is at, or the pulled
+        chart's digest (None: the working tree; nothing is cached)."""
+        deps = _dependencies(chart_dir)
+        local = [d for d in deps if str(d.get("repository") or "").startswith("file://")]
+        repos = sorted(
+            {
+                r
+                for r in (_dependency_repo(d) for d in deps)
+                if r is not None and not r.startswith("file://")
+            }
+        )
+        aliases = _aliases(deps)
+        denied = [r for r in repos if policy is not None and not policy.permits(_for_policy(r))]
+        files = [
+            (name, (chart_dir / name).read_bytes())
+            for name in ("Chart.yaml", "Chart.lock", "requirements.yaml", "requirements.lock")
+            if (chart_dir / name).is_file()
+        ]
+        key = None
+        if revision is not None:
+            key = _key(
+                "deps",
+                [(n, hashlib.sha256(b).hexdigest()) for n, b in files],
+                sorted(denied),
+                # file:// dependencies are files of the commit: the commit decides them
+                [revision, display] if local else [],
+            )
+        what = f"source path {display}: helm dependency build"
+        dest = Path(tempfile.mkdtemp(prefix="chart-", dir=self._work()))
+        built = dest / "chart"
+        shutil.copytree(chart_dir, built, symlinks=False)
+        lock = self._key_lock(key) if key is not None else contextlib.nullcontext()
+        with lock:
+            cached = self._cached_charts(key) if key is not None else None
+            if cached is None:
+                with self._scratch("deps-") as scratch:
+                    work = scratch / "tree" / display
+                    shutil.copytree(chart_dir, work, symlinks=False)
+                    for dep in local:  # file:// dependencies keep their place beside the chart
+                        _copy_local(dep, chart_dir, tree, scratch / "tree", display, what)
+                    entries = [
+                        _repository_entry(
+                            url,
+                            name=_repo_name(url),
+                            credentials=policy is None or policy.permits(_for_policy(url)),
+                        )
+                        for url in repos
+                        if not url.startswith("oci://")
+                    ]
+                    for alias, url in aliases.items():
+                        entry = _repository_entry(
+                            url,
+                            name=alias,
+                            credentials=policy is None or policy.permits(_for_policy(url)),
+                        )
+                        entries = [e for e in entries if e["url"] != entry["url"]] + [entry]
+                    for entry in entries:
+                        if pass_credentials:
+                            entry["pass_credentials_all"] = True
+                    _write_repositories(scratch, entries)
+                    oci = [r for r in repos if r.startswith("oci://")]
+                    args = ["dependency", "build", str(work)]
+                    if any(urlsplit(r).netloc.lower() in insecure_hosts() for r in oci):
+                        args.append("--plain-http")  # helm: one setting for the whole build
+                    registry = _registry_config_for(
+                        scratch,
+                        [r for r in oci if policy is None or policy.permits(_for_policy(r))],
+                    )
+                    try:
+                        self._helm(args, scratch, what, registry=registry)
+                    except SourceError as exc:
+                        if denied and policy is not None:
+                            raise SourceError(
+                                f"{what}: helm repos {', '.join(_for_policy(r) for r in denied)} "
+                                f"are not permitted in project '{policy.project}'",
+                                hint="add them to the AppProject's spec.sourceRepos, or vendor "
+                                "the dependencies in charts/",
+                            ) from exc
+                        raise
+                    charts = scratch / "charts"
+                    shutil.copytree(work / "charts", charts)
+                    cached = self._keep_charts(key, charts) if key is not None else charts
+                    _merge_charts(cached, built / "charts")
+                    return built
+            _merge_charts(cached, built / "charts")
+        return built
+
+    # ------------------------------------------------------------------ internals
+
+    def _helm(
+        self, args: list[str], scratch: Path, what: str, *, registry: Path | None = None
+    ) -> None:
+        env = _environment(scratch, registry)
+        proc = process.run_tool(
+            [self.helm, *args],
+            cwd=scratch,
+            env=env,
+            timeout=PULL_TIMEOUT,
+            what=what,
+        )
+        if proc.returncode != 0:
+            cause = _cause(proc.stdout, proc.stderr, scratch)
+            raise SourceError(f"{what}: {cause}", hint=_hint(cause, args))
+
+    def _work(self) -> Path:
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        return self.workdir
+
+    @contextlib.contextmanager
+    def _scratch(self, prefix: str) -> Any:
+        """A private directory for one helm run, removed afterwards (below the cache, so the
+        final rename stays on one file system)."""
+        base = self._root() if self.directory is not None else self._work()
+        try:
+            base.mkdir(parents=True, exist_ok=True)
+            path = Path(tempfile.mkdtemp(prefix=f".tmp-{prefix}", dir=base))
+        except OSError:
+            path = Path(tempfile.mkdtemp(prefix=f".tmp-{prefix}", dir=self._work()))
+        try:
+            yield path
+        finally:
+            shutil.rmtree(path, ignore_errors=True)
+
+    def _root(self) -> Path:
+        assert self.directory is not None
+        if not self.directory.is_dir():
+            self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+        return self.directory / "charts"
+
+    def _key_lock(self, key: str) -> threading.Lock:
+        with _LOCK:
+            return _KEY_LOCKS.setdefault(key, threading.Lock())
+
+    def _cached(self, key: str) -> Pulled | None:
+        if self.directory is None:
+            return None
+        entry = self._root() / key
+        try:
+            meta = json.loads((entry / "meta.json").read_bytes())
+            directory = entry / str(meta["directory"])
+            pulled = Pulled(directory, str(meta["version"]), str(meta["digest"]))
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+        if not (directory / "Chart.yaml").is_file():
+            return None
+        with contextlib.suppress(OSError):
+            os.utime(entry)
+        return pulled
+
+    def _keep(self, key: str, entry: Path, pulled: Pulled) -> Pulled:
+        meta = {
+            "directory": pulled.directory.relative_to(entry).as_posix(),
+            "version": pulled.version,
+            "digest": pulled.digest,
+        }
+        (entry / "meta.json").write_text(json.dumps(meta, sort_keys=True), encoding="utf-8")
+        if self.directory is None:
+            return pulled
+        self._place(entry, key)
+        return self._cached(key) or pulled
+
+    def _cached_charts(self, key: str) -> Path | None:
+        if self.directory is None:
+            return None
+        entry = self._root() / key / "charts"
+        if not entry.is_dir():
+            return None
+        with contextlib.suppress(OSError):
+            os.utime(entry.parent)
+        return entry
+
+    def _keep_charts(self, key: str, charts: Path) -> Path:
+        if self.directory is None:
+            return charts
+        entry = charts.parent / "entry"
+        entry.mkdir()
+        charts.rename(entry / "charts")
+        self._place(entry, key)
+        return self._cached_charts(key) or entry / "charts"
+
+    def _place(self, entry: Path, key: str) -> None:
+        """Rename a complete entry into place (another run may have put it first)."""
+        with contextlib.suppress(OSError):
+            entry.rename(self._root() / key)
+        self._prune(keep=key)
+
+    def _prune(self, keep: str) -> None:
+        now = time.time()
+        entries = []
+        for path in self._root().iterdir():
+            with contextlib.suppress(OSError):
+                age = now - path.stat().st_mtime
+                if path.name.startswith(".tmp-"):
+                    if age > 3600:
+                        shutil.rmtree(path, ignore_errors=True)
+                elif path.name != keep:
+                    entries.append((age, path))
+        entries.sort()
+        for _, path in entries[CHARTS_KEPT - 1 :]:
+            shutil.rmtree(path, ignore_errors=True)
+
+
+# ---------------------------------------------------------------------- helpers
+
+
+def _key(*parts: Any) -> str:
+    text = json.dumps(parts, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:40]
+
+
+def _normalize(url: str) -> str:
+    """Argo CD's git.NormalizeGitURL, as far as chart repositories need it."""
+    return url.strip().lower().removesuffix(".git")
+
+
+def _glob(pattern: str, value: str) -> bool:
+    """gobwas/glob with `/` as the separator: `*` stays in a segment, `**` crosses them."""
+    out = []
+    i = 0
+    while i < len(pattern):
+        c = pattern[i]
+        if pattern.startswith("**", i):
+            out.append(".*")
+            i += 2
+            continue
+        if c == "*":
+            out.append("[^/]*")
+        elif c == "?":
+            out.append("[^/]")
+        elif c == "[":
+            end = pattern.find("]", i + 1)
+            if end < 0:
+                out.append(re.escape(c))
+            else:
+                body = pattern[i + 1 : end]
+                if body.startswith("!"):
+                    body = "^" + body[1:]
+                out.append(f"[{body}]")
+                i = end
+        elif c == "{":
+            end = pattern.find("}", i + 1)
+            if end < 0:
+                out.append(re.escape(c))
+            else:
+                alts = pattern[i + 1 : end].split(",")
+                out.append("(?:" + "|".join(re.escape(a) for a in alts) + ")")
+                i = end
+        elif c == "\\" and i + 1 < len(pattern):
+            i += 1
+            out.append(re.escape(pattern[i]))
+        else:
+            out.append(re.escape(c))
+        i += 1
+    return re.fullmatch("".join(out), value) is not None
+
+
+def _for_policy(url: str) -> str:
+    """How Argo CD names a dependency repository when it checks sourceRepos: OCI ones without
+    their `oci://` (getHelmDependencyRepos trims it)."""
+    return url.removeprefix("oci://")
+
+
+def _helm_config_home() -> Path:
+    explicit = os.environ.get("HELM_CONFIG_HOME", "").strip()
+    if explicit:
+        return Path(explicit)
+    xdg = os.environ.get("XDG_CONFIG_HOME", "").strip()
+    return (Path(xdg) if xdg else Path.home() / ".config") / "helm"
+
+
+def _user_registry_config() -> Path:
+    explicit = os.environ.get("HELM_REGISTRY_CONFIG", "").strip()
+    return Path(explicit) if explicit else _helm_config_home() / "registry" / "config.json"
+
+
+def _user_repositories() -> list[dict[str, Any]]:
+    explicit = os.environ.get("HELM_REPOSITORY_CONFIG", "").strip()
+    path = Path(explicit) if explicit else _helm_config_home() / "repositories.yaml"
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError, UnicodeDecodeError):
+        return []
+    repos = data.get("repositories") if isinstance(data, Mapping) else None
+    return [dict(r) for r in repos or [] if isinstance(r, Mapping) and r.get("url")]
+
+
+def _same_url(a: str, b: str) -> bool:
+    return a.strip().rstrip("/") == b.strip().rstrip("/")
+
+
+_ENTRY_FIELDS = (
+    "username",
+    "password",
+    "certFile",
+    "keyFile",
+    "caFile",
+    "insecure_skip_tls_verify",
+    "pass_credentials_all",
+)
+
+
+def _repository_entry(url: str, *, name: str, credentials: bool = True) -> dict[str, Any]:
+    """A repositories.yaml entry for `url`, with the user's own credentials for it."""
+    entry: dict[str, Any] = {"name": name, "url": url.rstrip("/")}
+    if credentials:
+        for repo in _user_repositories():
+            if _same_url(str(repo.get("url")), url):
+                entry.update({k: repo[k] for k in _ENTRY_FIELDS if repo.get(k)})
+                break
+    return entry
+
+
+def _write_repositories(scratch: Path, entries: list[dict[str, Any]]) -> None:
+    """A private repositories.yaml (it may hold the user's credentials: owner-only)."""
+    path = scratch / "repositories.yaml"
+    text = yaml.safe_dump(
+        {"apiVersion": "", "generated": "0001-01-01T00:00:00Z", "repositories": entries},
+        sort_keys=True,
+    )
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        handle.write(text)
+
+
+def _registry_config_for(scratch: Path, permitted: Sequence[str]) -> Path:
+    """The user's registry config with only the hosts of `permitted` OCI repositories: the
+    repo-server only gets the credentials of repositories the project permits."""
+    user = _user_registry_config()
+    try:
+        data = json.loads(user.read_bytes())
+    except (OSError, ValueError):
+        return user
+    if not isinstance(data, dict):
+        return user
+    hosts = {urlsplit(r).netloc.lower() for r in permitted}
+    kept: dict[str, Any] = {}
+    for field in ("auths", "credHelpers"):
+        value = data.get(field)
+        if isinstance(value, dict):
+            kept[field] = {h: v for h, v in value.items() if h.lower() in hosts}
+    if data.get("credsStore") and hosts:
+        kept["credHelpers"] = {
+            **{h: data["credsStore"] for h in hosts},
+            **kept.get("credHelpers", {}),
+        }
+    path = scratch / "registry.json"
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        json.dump(kept, handle)
+    return path
+
+
+def _environment(scratch: Path, registry: Path | None) -> dict[str, str]:
+    """helm's environment: the user's HOME and TLS settings, a private repositories.yaml,
+    repository cache and plugin directory, and the registry config (the user's, unless
+    `registry` is given)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HELM_") and k != "KUBECONFIG"}
+    env.update(
+        LC_ALL="C",
+        HELM_CONFIG_HOME=str(scratch / "config"),
+        HELM_CACHE_HOME=str(scratch / "cache"),
+        HELM_DATA_HOME=str(scratch / "data"),
+        HELM_PLUGINS=str(scratch / "plugins"),
+        HELM_REPOSITORY_CONFIG=str(scratch / "repositories.yaml"),
+        HELM_REPOSITORY_CACHE=str(scratch / "repository"),
+        HELM_REGISTRY_CONFIG=str(registry or _user_registry_config()),
+        KUBECONFIG=os.devnull,
+    )
+    return env
+
+
+def _cause(stdout: bytes, stderr: bytes, scratch: Path) -> str:
+    """helm's own reason, on one line."""
+    out = stdout.decode("utf-8", "replace").splitlines()
+    err = stderr.decode("utf-8", "replace").splitlines()
+    detail = [ln.strip() for ln in out if ln.startswith("\t") and ln.strip()]  # repo update
+    errors = [ln.strip() for ln in err if ln.strip().lower().startswith("error")]
+    lines = [ln.strip() for ln in err if ln.strip() and not ln.startswith("level=")]
+    line = (detail or errors or lines or ["no error output"])[-1]
+    line = re.sub(r"^(?:Error|error):\s*", "", line)
+    for prefix in {str(scratch), str(scratch.resolve())}:
+        line = line.replace(prefix + "/", "").replace(prefix, ".")
+    line = re.sub(r'failed to perform "\w+" on source: ', "", line)
+    line = re.sub(r"\s*\(try 'helm repo update'\)", "", line)
+    low = line.lower()
+    if "basic credential not found" in low or "no basic auth credentials" in low:
+        return f"401 Unauthorized: no credentials for this registry in your helm config ({line})"
+    if "401" in low or "unauthorized" in low:
+        return f"401 Unauthorized: credentials missing or rejected ({line})"
+    if "403" in low and "forbidden" in low:
+        return f"403 Forbidden ({line})"
+    found = re.search(r"no chart version found for (\S+)", line)
+    if found:
+        return f"version not found: the repository index has no {found.group(1)}"
+    found = re.search(r'chart "([^"]+)" matching .* no chart name found', line)
+    if found:
+        return f"chart not found: the repository index has no chart {found.group(1)}"
+    found = re.search(r"(\S+:\S+): not found$", line)
+    if found:
+        return f"version not found: the registry has no {found.group(1)}"
+    return line
+
+
+def _hint(cause: str, args: Sequence[str]) -> str | None:
+    low = cause.lower()
+    if low.startswith("401"):
+        return (
+            "log in with your own credentials: `helm registry login HOST` (OCI) or `helm repo "
+            "add NAME URL --username …` (Helm repositories)"
+        )
+    if "http response to https client" in low:
+        return f"a registry that only speaks plain HTTP must be listed in ${INSECURE_ENV}"
+    if "x509" in low or "certificate" in low:
+        return "trust its CA: put it in the system trust store or point $SSL_CERT_FILE at it"
+    if "not found:" in low:
+        return "check spec.source.targetRevision against the versions the repository has"
+    return None
+
+
+def _unpack(archive: Path, entry: Path, what: str) -> Pulled:
+    """Extract a chart archive into `entry/chart-tree` (bounded, no links out, no devices)."""
+    data = archive.read_bytes()
+    digest = "sha256:" + hashlib.sha256(data).hexdigest()
+    target = entry / "tree"
+    target.mkdir(parents=True)
+    try:
+        with tarfile.open(archive, "r:gz") as tar:
+            members = tar.getmembers()
+            if sum(m.size for m in members) > MAX_EXTRACTED:
+                raise SourceError(f"{what}: the chart expands to more than {MAX_EXTRACTED} bytes")
+            tar.extractall(target, filter="data")
+    except (tarfile.TarError, OSError, EOFError) as exc:
+        raise SourceError(
+            f"{what}: {archive.name} is not a readable chart archive: {exc}"
+        ) from None
+    tops = [p for p in target.iterdir() if (p / "Chart.yaml").is_file()]
+    if len(tops) != 1:
+        raise SourceError(f"{what}: {archive.name} does not hold one chart")
+    shutil.copyfile(archive, entry / "chart.tgz")
+    try:
+        meta = yaml.safe_load((tops[0] / "Chart.yaml").read_text(encoding="utf-8"))
+    except (yaml.YAMLError, UnicodeDecodeError, OSError):
+        meta = None
+    version = str(meta.get("version") or "") if isinstance(meta, Mapping) else ""
+    return Pulled(tops[0], version, digest)
+
+
+def _dependencies(chart_dir: Path) -> list[Mapping[str, Any]]:
+    deps: Any = None
+    for name in ("Chart.yaml", "requirements.yaml"):  # requirements.yaml: apiVersion v1
+        try:
+            data = yaml.safe_load((chart_dir / name).read_text(encoding="utf-8"))
+        except (OSError, yaml.YAMLError, UnicodeDecodeError):
+            continue
+        if isinstance(data, Mapping) and data.get("dependencies"):
+            deps = data.get("dependencies")
+            break
+    return [d for d in deps or [] if isinstance(d, Mapping)]
+
+
+def _dependency_repo(dep: Mapping[str, Any]) -> str | None:
+    """The repository URL of a dependency (aliases resolved through the user's
+    repositories.yaml), or None for one vendored without a repository."""
+    repo = str(dep.get("repository") or "").strip()
+    if not repo:
+        return None
+    alias = _alias_name(repo)
+    if alias is None:
+        return repo
+    for entry in _user_repositories():
+        if entry.get("name") == alias:
+            return str(entry["url"])
+    raise SourceError(
+        f"helm dependency {dep.get('name')}: repository {repo} names a repository that is not "
+        "in your helm repositories.yaml",
+        hint=f"add it: helm repo add {alias} URL",
+    )
+
+
+def _alias_name(repo: str) -> str | None:
+    if repo.startswith("@"):
+        return repo[1:]
+    if repo.startswith("alias:"):
+        return repo[len("alias:") :]
+    return None
+
+
+def _aliases(deps: Sequence[Mapping[str, Any]]) -> dict[str, str]:
+    out = {}
+    for dep in deps:
+        alias = _alias_name(str(dep.get("repository") or "").strip())
+        if alias is not None:
+            url = _dependency_repo(dep)
+            if url is not None:
+                out[alias] = url
+    return out
+
+
+def _repo_name(url: str) -> str:
+    """Argo CD's sanitizeRepoName: the URL with `/` replaced."""
+    return url.replace("/", "-")
+
+
+def _copy_local(
+        dep: Mapping[str, Any], chart_dir: Path, tree: Path, dest_tree: Path, display: str,
+        what: str,
+) -> None:  # fmt: skip
+    raw = str(dep.get("repository"))[len("file://") :]
+    source = Path(os.path.normpath(chart_dir / raw))
+    if not source.is_relative_to(tree) or not source.resolve().is_relative_to(tree.resolve()):
+        raise SourceError(f"{what}: dependency {dep.get('name')} ({raw}) is outside the repository")
+    if not source.is_dir():
+        raise SourceError(f"{what}: dependency {dep.get('name')}: {raw} is not a directory")
+    target = dest_tree / source.relative_to(tree)
+    if not target.exists():
+        shutil.copytree(source, target, symlinks=False)
+
+
+def _merge_charts(charts: Path, dest: Path) -> None:
+    dest.mkdir(parents=True, exist_ok=True)
+    for item in sorted(charts.iterdir()):
+        target = dest / item.name
+        if target.exists():
+            continue
+        if item.is_dir():
+            shutil.copytree(item, target, symlinks=False)
+        else:
+            shutil.copyfile(item, target)
