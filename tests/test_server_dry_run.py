@@ -283,6 +283,29 @@ def test_deployment_lists_merge_by_key(
     assert not any("/volumes" in p or "/volumeMounts" in p for p in pointers), pointers
 
 
+GOLDEN = TESTDATA / "server-dry-run"
+
+
+@pytest.mark.server_dry_run
+@pytest.mark.parametrize("app", sorted(CASES.values()))
+def test_reports_match_the_golden_files(
+    kube_apiserver: ServerFactory,  # noqa: F811
+    repo: tuple[Path, str],
+    run_cli: Callable[..., Result],
+    golden: conftest.Golden,
+    app: str,
+) -> None:
+    """The whole report (JSON and text) of each recorded case, as a golden scenario:
+    `pytest --update-golden -k test_reports_match_the_golden_files` rewrites them."""
+    path, commit = repo
+    server = kube_apiserver(cluster_objects(commit))
+    for fmt, name in (("json", "expected.json"), ("text", "expected.txt")):
+        result = run(run_cli, server, path, app, "--server-dry-run", "-o", fmt)
+        assert result.exit_code == ExitCode.DRIFT, result.stderr
+        assert "127.0.0.1" not in result.stdout  # nothing of the test server's address
+        golden.check(GOLDEN / app / name, result.stdout)
+
+
 # ---------------------------------------------------------------------------- refusals
 
 
