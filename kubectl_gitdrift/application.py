@@ -26,6 +26,8 @@ def parse_application(body: Mapping[str, Any]) -> model.Application:
     status = _map(body.get("status"))
 
     raw_sources = spec.get("sources") or ([spec["source"]] if spec.get("source") else [])
+    if spec.get("sourceHydrator") is not None:
+        raw_sources = [_hydrated_source(spec["sourceHydrator"], where)]
     if not isinstance(raw_sources, list) or not raw_sources:
         raise AppError(
             f"{where}: spec.source is missing", hint="the Application has nothing to render"
@@ -71,6 +73,30 @@ def parse_application(body: Mapping[str, Any]) -> model.Application:
         annotations={str(k): str(v) for k, v in _map(metadata.get("annotations")).items()},
         reconciled_at=str(status.get("reconciledAt") or ""),
     )
+
+
+def _hydrated_source(raw: Any, where: str) -> dict[str, Any]:
+    """Argo CD 3.x `spec.sourceHydrator`: what the controller compares is the sync source
+    (SourceHydrator.GetSyncSource): the hydrated manifests committed at `syncSource.path` on
+    `syncSource.targetBranch` of `syncSource.repoURL` (default: the dry source's repoURL), read
+    as a plain source; `source`/`sources` are ignored. The dry source is what the hydrator
+    renders from, not what is compared."""
+    hydrator = _map(raw)
+    dry = _map(hydrator.get("drySource"))
+    sync = _map(hydrator.get("syncSource"))
+    if not sync.get("path") or not sync.get("targetBranch"):
+        raise AppError(
+            f"{where}: spec.sourceHydrator.syncSource needs path and targetBranch",
+            hint="the hydrated manifests are read from syncSource.path on syncSource.targetBranch",
+        )
+    repo_url = sync.get("repoURL") or dry.get("repoURL")
+    if not repo_url:
+        raise AppError(f"{where}: spec.sourceHydrator.drySource.repoURL is missing")
+    return {
+        "repoURL": str(repo_url),
+        "path": str(sync["path"]),
+        "targetRevision": str(sync["targetBranch"]),
+    }
 
 
 def _source(raw: Mapping[str, Any], where: str, index: int) -> model.AppSource:

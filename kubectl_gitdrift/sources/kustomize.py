@@ -11,11 +11,15 @@ again (unless the kustomization asked for it itself, in which case Argo CD appli
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import posixpath
 import re
+import shlex
 import shutil
+import subprocess
 import tempfile
+import threading
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -106,9 +110,11 @@ def build(
     _check_inside(tree, kdir)
     closure = _Closure.walk(tree, _rel(kdir, tree) if kdir != tree else ".")
     annotate = keep_origin or closure.objects <= limit
+    helm = _helm_enabled(build_options)
     copy: Path | None = None
     try:
-        if annotate or edited != kustomization:
+        # with --enable-helm, kustomize pulls charts into the kustomization's chartHome: a copy
+        if annotate or edited != kustomization or helm:
             workdir.mkdir(parents=True, exist_ok=True)
             copy = Path(tempfile.mkdtemp(prefix="kustomize-", dir=workdir))
             start = _rel(kdir, tree) if kdir != tree else "."
@@ -136,7 +142,11 @@ def build(
         else:  # nothing to edit: build the tree as it is (it is only read)
             root = tree.absolute()
             kdir = root / app_path if display != "." else root
-        output = _run_build(kdir, display, root, build_options)
+        flags = list(build_options)
+        if helm:
+            workdir.mkdir(parents=True, exist_ok=True)
+            flags += _helm_flags(build_options, options or {}, workdir)
+        output = _run_build(kdir, display, root, flags)
         manifests: list[Manifest] = []
         for body in yamlio.load_objects(output, f"kustomize build {display}"):
             origin = _take_origin(body, display, keep=keep_origin)
@@ -603,6 +613,76 @@ def _binary() -> list[str]:
     )
 
 
+def _helm_enabled(build_options: Sequence[str]) -> bool:
+    """Argo CD's isHelmEnabled: `--enable-helm` anywhere in the build options."""
+    return "--enable-helm" in " ".join(build_options)
+
+
+def _helm_flags(
+    build_options: Sequence[str], options: Mapping[str, Any], workdir: Path
+) -> list[str]:
+    """`--helm-command` (the helm gitdrift uses; kustomize before v5.8 insists on helm v3, so a
+    helm v4 is given through a shim that answers its version check) and, as Argo CD's
+    parseKustomizeBuildOptions, `--helm-kube-version`/`--helm-api-versions` from the
+    Application's kustomize options."""
+    from kubectl_gitdrift.sources import helm  # helm imports this module
+
+    flags: list[str] = []
+    given = " ".join(build_options)
+    if "--helm-command" not in given:
+        binary = helm.helm_binary()
+        if binary is None:
+            raise SourceError(
+                "kustomize helmCharts (--enable-helm) need the helm binary",
+                hint="install helm (tools/install_helm.sh), put it on PATH or set "
+                f"${helm.HELM_ENV}",
+            )
+        flags += ["--helm-command", _helm_command(binary, workdir)]
+    kube_version = str(options.get("kubeVersion") or "")
+    if kube_version:
+        flags += ["--helm-kube-version", kube_version]
+    for api_version in options.get("apiVersions") or []:
+        flags += ["--helm-api-versions", str(api_version)]
+    return flags
+
+
+def _helm_command(binary: str, workdir: Path) -> str:
+    """`binary`, or for helm v4 a shim that reports a v3 version to kustomize's check
+    (`helm version -c --short`, a flag helm v4 dropped) and runs helm v4 for everything else."""
+    if _helm_major(binary) != "4":
+        return binary
+    shim = workdir / "helm-for-kustomize"
+    if not shim.exists():
+        text = (
+            "#!/bin/sh\n"
+            "# kubectl-gitdrift: kustomize's helmCharts accept only helm v3; helm v4 renders the\n"
+            "# same templates. Answer the version check, pass everything else through.\n"
+            'if [ "$1" = version ]; then echo v3.99.0; exit 0; fi\n'
+            f'exec {shlex.quote(binary)} "$@"\n'
+        )
+        tmp = workdir / f".helm-for-kustomize-{os.getpid()}-{threading.get_ident()}"
+        tmp.write_text(text, encoding="utf-8")
+        tmp.chmod(0o755)
+        tmp.replace(shim)
+    return str(shim)
+
+
+@functools.lru_cache(maxsize=8)
+def _helm_major(binary: str) -> str:
+    try:
+        proc = subprocess.run(
+            [binary, "version", "--short"],
+            capture_output=True,
+            timeout=30,
+            check=False,
+            stdin=subprocess.DEVNULL,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return ""
+    match = re.search(rb"v?(\d+)\.\d+", proc.stdout)
+    return match.group(1).decode() if match else ""
+
+
 def _run_build(kdir: Path, display: str, root: Path, build_options: Sequence[str]) -> bytes:
     cmd = [*_binary(), str(kdir), "--load-restrictor=LoadRestrictionsRootOnly", *build_options]
     tool = "kustomize build" if cmd[1] == "build" else "kubectl kustomize"
@@ -619,9 +699,14 @@ def _run_build(kdir: Path, display: str, root: Path, build_options: Sequence[str
     )
     if proc.returncode != 0:
         detail = _error_detail(proc.stderr, root)
+        hint = f"run: {tool} {display}"
+        if "must specify --enable-helm" in detail:
+            hint = (
+                "helmCharts need `kustomize.buildOptions: --enable-helm` in argocd-cm, "
+                "as Argo CD needs it too"
+            )
         raise SourceError(
-            f"kustomize build {display} failed (exit {proc.returncode}): {detail}",
-            hint=f"run: {tool} {display}",
+            f"kustomize build {display} failed (exit {proc.returncode}): {detail}", hint=hint
         )
     return proc.stdout
 
@@ -629,17 +714,45 @@ def _run_build(kdir: Path, display: str, root: Path, build_options: Sequence[str
 _KLOG_ERR = re.compile(r'err="((?:[^"\\]|\\.)*)"')
 
 
+_ERROR_DETAIL_MAX = 400
+_HELM_RUN = re.compile(
+    r"\s*:? ?unable to run: '(\S+) (\S+)[^']*' with env=\[[^\]]*\].*$", re.DOTALL
+)
+
+
 def _error_detail(stderr: bytes, root: Path) -> str:
-    lines = [ln.strip() for ln in stderr.decode("utf-8", "replace").splitlines() if ln.strip()]
+    """kustomize's own error, on one line: kubectl logs it through klog, on one line
+    (`err="…"`) or as a block (`err=<` … `>`); kustomize prints `Error: …` and what follows.
+    A helm failure under helmCharts keeps helm's message, not the command line and env."""
+    text = stderr.decode("utf-8", "replace")
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
     if not lines:
         return "no error output"
-    line = lines[-1]
-    match = _KLOG_ERR.search(line)  # kubectl logs through klog: E… run.go:72] "…" err="…"
-    if match:
-        line = match.group(1).replace('\\"', '"').replace("\\\\", "\\")
+    start = next((i for i, ln in enumerate(lines) if ln.endswith("err=<")), None)
+    if start is not None:
+        block = lines[start + 1 :]
+        if block and block[-1] == ">":
+            block = block[:-1]
+        line = " ".join(block)
+    else:
+        first = next(
+            (i for i, ln in enumerate(lines) if ln.startswith(("Error: ", "error: "))), None
+        )
+        line = " ".join(lines[first:]) if first is not None else lines[-1]
+        match = _KLOG_ERR.search(line)  # kubectl logs through klog: E… run.go:72] "…" err="…"
+        if match:
+            line = match.group(1).replace('\\"', '"').replace("\\\\", "\\")
+            line = line.replace("\\n", " ").replace("\\t", " ")
+    line = line.replace("Use --debug flag to render out invalid YAML", "")
+    helm_run = _HELM_RUN.search(line)
+    if helm_run:  # `<helm> template …` with env=[HELM_*]: say which helm step failed
+        line = line[: helm_run.start()].rstrip(" :") + f" (helm {helm_run.group(2)})"
+    line = re.sub(r"\s+", " ", line).strip()
     line = line.removeprefix("Error: ").removeprefix("error: ")
-    for prefix in {str(root), str(root.resolve())}:
+    for prefix in sorted({str(root), str(root.resolve())}, key=len, reverse=True):
         line = line.replace(prefix + "/", "").replace(prefix, ".")
+    if len(line) > _ERROR_DETAIL_MAX:
+        line = line[: _ERROR_DETAIL_MAX - 1] + "…"
     return line
 
 
