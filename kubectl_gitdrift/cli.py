@@ -189,6 +189,9 @@ def _rules(pm: plugins.PluginManager, fmt: str, out: TextIO) -> ExitCode:
 # --------------------------------------------------------------------------- the main job
 
 
+_BUILTIN_RENDERERS = plugins.BUILTIN_NAMES["kubectl_gitdrift.builtin.renderers"]
+
+
 def _terminal(stream: TextIO) -> bool:
     """A person watches `stream`: a TTY, and a terminal that does more than print text."""
     isatty = getattr(stream, "isatty", None)
@@ -236,7 +239,7 @@ def _compare(args: argparse.Namespace, out: TextIO, err: TextIO) -> ExitCode:
         text = report.render_text(
             result, show_suppressed=args.show_suppressed, palette=_palette(args, out)
         )
-    elif args.output == "diff" and renderers["diff"].fn is difftext.render_diff:
+    elif args.output == "diff" and renderers["diff"].plugin == _BUILTIN_RENDERERS:
         text = difftext.render_diff(result, palette=_palette(args, out))
     else:
         text = _render_plugin(result, args.output, renderers)

@@ -104,7 +104,7 @@ def _complete_parser(
             return [], Directive.NO_FILE_COMP
         values, directive = _values(action, value, prior)
         return [f"{flag}={v}" for v in values], directive
-    if prior and prior[-1] in options and options[prior[-1]].nargs != 0:
+    if prior and _takes_value(prior[-1], options):
         return _values(options[prior[-1]], current, prior)
     if current.startswith("-"):
         found = []
@@ -121,13 +121,18 @@ def _complete_parser(
     return [], Directive.NO_FILE_COMP
 
 
+def _takes_value(word: str, options: dict[str, argparse.Action]) -> bool:
+    """The next word is this flag's value (not so for `--progress`, whose value is attached)."""
+    return word in options and options[word].nargs != 0 and word not in grammar.BARE
+
+
 def _has_positional(prior: Sequence[str], options: dict[str, argparse.Action]) -> bool:
     skip = False
     for word in prior:
         if skip:
             skip = False
         elif word in options:
-            skip = options[word].nargs != 0
+            skip = _takes_value(word, options)
         elif not word.startswith("-"):
             return True
     return False
