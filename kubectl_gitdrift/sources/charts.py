@@ -49,7 +49,7 @@ import tarfile
 import tempfile
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -169,6 +169,25 @@ class RepoPolicy:
         return matched
 
 
+def policy_for(
+    project: str, bodies: Iterable[Mapping[str, Any]], namespaces: Sequence[str]
+) -> RepoPolicy | None:
+    """The sourceRepos of AppProject `project` among `bodies` (the first found in `namespaces`,
+    in order: Argo CD's own namespace, then the app's); None when it was not read."""
+    found: dict[tuple[str, str], Mapping[str, Any]] = {}
+    for body in bodies:
+        md = body.get("metadata") or {}
+        if body.get("kind") == "AppProject" and isinstance(md, Mapping):
+            found[(str(md.get("namespace") or ""), str(md.get("name") or ""))] = body
+    for namespace in namespaces:
+        project_body = found.get((namespace, project))
+        if project_body is not None:
+            spec = project_body.get("spec")
+            repos = (spec.get("sourceRepos") if isinstance(spec, Mapping) else None) or []
+            return RepoPolicy(project, tuple(str(r) for r in repos if isinstance(r, str)))
+    return None
+
+
 def insecure_hosts() -> frozenset[str]:
     raw = os.environ.get(INSECURE_ENV, "")
     return frozenset(h.strip().lower() for h in raw.split(",") if h.strip())
@@ -178,10 +197,13 @@ class Charts:
     """Pulls charts and builds dependencies for one run; safe to use from several threads.
     `directory` is the cache directory (None: keep nothing, work in `workdir`)."""
 
-    def __init__(self, directory: Path | None, workdir: Path, helm: str) -> None:
+    def __init__(
+        self, directory: Path | None, workdir: Path, helm: str, *, offline: bool = False
+    ) -> None:
         self.directory = directory
         self.workdir = workdir
         self.helm = helm
+        self.offline = offline  # --offline: only what the cache holds
 
     # ------------------------------------------------------------------ pulling a chart
 
@@ -202,6 +224,12 @@ class Charts:
                 found = self._cached(key)
                 if found is not None:
                     return found
+            if self.offline:
+                raise SourceError(
+                    f"{what}: --offline, and the cache does not hold it"
+                    + ("" if exact else " (a version range needs the repository's versions)"),
+                    hint="run once without --offline to pull it into the cache",
+                )
             with self._scratch("pull-") as scratch:
                 archive = self._download(source, version, scratch, pass_credentials, what)
                 entry = scratch / "entry"
@@ -258,13 +286,11 @@ class Charts:
         chart's digest (None: the working tree; nothing is cached)."""
         deps = _dependencies(chart_dir)
         local = [d for d in deps if str(d.get("repository") or "").startswith("file://")]
-        repos = sorted(
-            {
-                r
-                for r in (_dependency_repo(d) for d in deps)
-                if r is not None and not r.startswith("file://")
-            }
-        )
+        repos: list[str] = []  # in the order the chart declares them (as Argo CD lists them)
+        for dep in deps:
+            url = _dependency_repo(dep)
+            if url is not None and not url.startswith("file://") and url not in repos:
+                repos.append(url)
         aliases = _aliases(deps)
         denied = [r for r in repos if policy is not None and not policy.permits(_for_policy(r))]
         files = [
@@ -288,6 +314,12 @@ class Charts:
         lock = self._key_lock(key) if key is not None else contextlib.nullcontext()
         with lock:
             cached = self._cached_charts(key) if key is not None else None
+            if cached is None and self.offline:
+                raise SourceError(
+                    f"{what}: --offline, and the cache does not hold its dependencies "
+                    f"({', '.join(repos) or 'file:// only'})",
+                    hint="run once without --offline to build them into the cache",
+                )
             if cached is None:
                 with self._scratch("deps-") as scratch:
                     work = scratch / "tree" / display
