@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 import yaml
 
-from kubectl_gitdrift import workflow
+from kubectl_gitdrift import cluster, workflow
 from kubectl_gitdrift.errors import ExitCode
 from tests import conftest
 from tests.apiserver import (
@@ -202,7 +202,8 @@ def test_without_the_flag_no_dry_run_is_sent(
     for app in CASES.values():
         result = run(run_cli, server, path, app)
         assert result.exit_code in (ExitCode.OK, ExitCode.DRIFT), result.stderr
-        assert not any("--server-dry-run" in n for n in only_app(result)["notes"])
+        notes = only_app(result)["notes"]
+        assert not any(n.startswith("--server-dry-run") for n in notes), notes
     assert server.requests
     assert server.dry_runs == []
     for record in server.requests:
@@ -479,3 +480,144 @@ def test_dry_run_marked():
             "*sent server-side apply dry-runs without --server-dry-run: PATCH *dryRun=All*",
         ]
     )
+
+
+# ---------------------------------------------------------------------------- failures
+
+
+@pytest.mark.server_dry_run
+def test_a_throttled_dry_run_is_retried(
+    kube_apiserver: ServerFactory,  # noqa: F811
+    repo: tuple[Path, str],
+    run_cli: Callable[..., Result],
+) -> None:
+    """429 and 5xx are retried like the LISTs (a dry-run persists nothing: safe to repeat)."""
+    path, commit = repo
+    server = kube_apiserver(cluster_objects(commit))
+    server.inject("PATCH", r"/configmaps/checkout-flags$", 429, retry_after=0)
+    server.inject("PATCH", r"/configmaps/checkout-flags$", 503)
+    result = run(run_cli, server, path, "ref-checkout-flags", "--server-dry-run")
+    assert result.exit_code == ExitCode.DRIFT, result.stderr
+    assert [r.status for r in server.dry_runs] == [429, 503, 200]
+    assert the_resource(only_app(result))["status"] == "OutOfSync"
+
+
+@pytest.mark.server_dry_run
+@pytest.mark.parametrize(
+    ("fault", "reason"),
+    [
+        ({"status": 503, "times": None}, "503 Service Unavailable after retries"),
+        ({"drop_connection": True, "times": None}, "connection failed"),
+    ],
+    ids=["5xx", "dropped"],
+)
+def test_a_dry_run_that_keeps_failing_is_unknown(
+    kube_apiserver: ServerFactory,  # noqa: F811
+    repo: tuple[Path, str],
+    run_cli: Callable[..., Result],
+    fault: dict[str, Any],
+    reason: str,
+) -> None:
+    path, commit = repo
+    server = kube_apiserver(cluster_objects(commit))
+    server.inject("PATCH", r"/configmaps/checkout-flags$", **fault)
+    result = run(run_cli, server, path, "ref-checkout-flags", "--server-dry-run")
+    assert result.exit_code == ExitCode.INCOMPLETE, result.stderr
+    resource = the_resource(only_app(result))
+    assert resource["status"] == "Unknown"
+    assert "cannot dry-run configmaps ssa-reference/checkout-flags" in resource["reason"]
+    assert reason in resource["reason"]
+    assert len(server.dry_runs) == 1 + cluster.Config().retries
+
+
+@pytest.mark.server_dry_run
+def test_an_answer_the_server_refuses_is_unknown(
+    kube_apiserver: ServerFactory,  # noqa: F811
+    repo: tuple[Path, str],
+    run_cli: Callable[..., Result],
+) -> None:
+    """The live object moved on since the recording: the loopback server has no answer for it
+    (400, naming why), so the resource is Unknown with that reason, never Synced."""
+    path, commit = repo
+    objects = cluster_objects(commit)
+    for obj in objects:
+        if obj["kind"] == "ConfigMap":
+            obj["metadata"]["resourceVersion"] = "999999"
+    server = kube_apiserver(objects)
+    result = run(run_cli, server, path, "ref-checkout-flags", "--server-dry-run")
+    assert result.exit_code == ExitCode.INCOMPLETE, result.stderr
+    resource = the_resource(only_app(result))
+    assert resource["status"] == "Unknown"
+    assert "400 Bad Request" in resource["reason"]
+    assert "not live-before.json (resourceVersion '999999'" in resource["reason"]
+
+
+class _Answers:
+    """Stands in for cluster.Cluster in the gathering step: answers every dry-run with
+    `answer` (a Secret with a marker value), as the API server would."""
+
+    def __init__(self, answer: Obj) -> None:
+        self.answer = answer
+        self.discovery = cluster.Discovery(
+            [cluster.Kind("", "v1", "Secret", "secrets", True, ("patch",))]
+        )
+        self.sent: list[Obj] = []
+
+    def dry_run_apply(self, objects: list[Obj]) -> list[Any]:
+        self.sent.extend(objects)
+        return [cluster.DryRun(o, copy.deepcopy(self.answer), status=200) for o in objects]
+
+
+class _Quiet:
+    """A progress display that shows nothing (workflow.Progress)."""
+
+    def __call__(self, message: str) -> None:
+        pass
+
+    def start(self, phase: str, total: int) -> None:
+        pass
+
+    def advance(self, item: str = "") -> None:
+        pass
+
+
+def test_secret_values_from_a_dry_run_are_fingerprinted(tmp_path: Path) -> None:
+    from kubectl_gitdrift import application as argo_application
+    from kubectl_gitdrift import model, snapshot, tracking
+    from kubectl_gitdrift.sources import render as source_render
+
+    marker = "s3cr3t-marker-value"
+    secret = {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {"name": "db", "namespace": "ssa-reference"},
+        "stringData": {"password": marker},
+    }
+    answer = {  # what the server stores: stringData folded into data (base64 of the marker)
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": secret["metadata"],
+        "data": {"password": "czNjcjN0LW1hcmtlci12YWx1ZQ=="},
+    }
+    app = argo_application.parse_application(
+        application("ref-secret", "0" * 40, compare_options="ServerSideDiff=true")
+    )
+    manifest = model.Manifest(model.ObjectKey.of(secret), secret, None)
+    rendered = source_render.Rendered(
+        manifests=(manifest,), revision="0" * 40, source_path="x", tree=tmp_path
+    )
+    target = workflow.Target({}, "argocd/ref-secret", app=app, rendered=rendered)
+    settings = model.Settings()
+    kc = _Answers(answer)
+    key = b"k" * 32
+    live = {model.ObjectKey.of(secret): secret}
+    workflow._server_dry_runs(kc, [target], settings, live, [], key, _Quiet())
+
+    (sent,) = kc.sent  # git's values go to the server, as Argo CD sends them
+    assert sent["stringData"] == {"password": marker}
+    assert tracking.TRACKING_ID in sent["metadata"]["annotations"]
+    assert target.dry_run is not None
+    (predicted,) = target.dry_run.values()
+    assert marker not in json.dumps(predicted)
+    assert "czNjcjN0LW1hcmtlci12YWx1ZQ==" not in json.dumps(predicted)
+    assert predicted == snapshot.redact_secret(answer, key)
