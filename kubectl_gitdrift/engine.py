@@ -192,6 +192,7 @@ def run(inputs: Inputs, pm: pluggy.PluginManager, opts: Options) -> model.AppRep
         if "IgnoreExtraneous" in str(annotations.get("argocd.argoproj.io/compare-options", "")):
             drift = model.Drift(drift.key, drift.status, live=drift.live, counts=False)
         drifts.append(drift)
+    notes.extend(strategies.notes())
     drifts = [attribution.attribute(d, pm) for d in drifts]
     drifts.sort(key=lambda d: d.key)
 
@@ -252,6 +253,7 @@ def run(inputs: Inputs, pm: pluggy.PluginManager, opts: Options) -> model.AppRep
         read_source=opts.read_source,
         controller=opts.controller,
         plurals=plurals,
+        strategy=choice.strategy,
     )
     return model.AppReport(
         name=app.name,
@@ -276,16 +278,37 @@ class _Strategies:
 
     ctx: structured.Context
     dry_run: Mapping[model.ObjectKey, model.Body] | None
+    switched: list[model.ObjectKey] = field(default_factory=list)  # by their own annotation
+    emulated: list[model.ObjectKey] = field(default_factory=list)  # SSD without a dry-run
 
     def compare(self, desired: model.Manifest, live: model.Manifest | None) -> model.Drift:
         choice = compare.for_resource(self.ctx.choice, desired.body)
         if choice.strategy is model.DiffStrategy.LEGACY:
             return legacy.compare(desired, live, self.ctx.base)
-        ctx = self.ctx if choice is self.ctx.choice else replace(self.ctx, choice=choice)
+        ctx = self.ctx
+        if choice is not self.ctx.choice:
+            ctx = replace(self.ctx, choice=choice)
+            self.switched.append(desired.key)
         if choice.strategy is model.DiffStrategy.SERVER_SIDE_DIFF:
             answer = self.dry_run.get(desired.key) if self.dry_run is not None else None
+            if answer is None and live is not None:
+                self.emulated.append(desired.key)
             return serverside.compare(desired, live, ctx, answer)
         return structured.compare(desired, live, ctx)
+
+    def notes(self) -> list[str]:
+        out = []
+        if self.switched:
+            out.append(
+                f"{len(self.switched)} resource(s) carry argocd.argoproj.io/sync-options "
+                "ServerSideApply=true, so Argo CD compares them with the structured-merge diff"
+            )
+        if self.emulated:
+            out.append(
+                f"Server-Side Diff emulated for {len(self.emulated)} resource(s) from their "
+                "managedFields (structured merge); --server-dry-run asks the API server itself"
+            )
+        return out
 
 
 def _moved(

@@ -24,6 +24,8 @@ class Location:
     text: str = ""  # the line as written, for the adopt instructions
 
 
+SSA_MANAGER = "argocd-controller"  # the field manager Argo CD's server-side apply uses
+
 Locator = Callable[[model.Drift, model.Change], "Location | None"]
 SourceReader = Callable[[str], "str | None"]
 """Repo-relative file -> its text at the rendered revision (None when absent); an I/O callback."""
@@ -38,8 +40,12 @@ def recommend(
     read_source: SourceReader | None = None,
     controller: str = rbac.CONTROLLER,
     plurals: Mapping[tuple[str, str], str] | None = None,
+    strategy: model.DiffStrategy = model.DiffStrategy.LEGACY,
 ) -> list[Remedy]:
-    """Both ways out (adopt, revert), how to keep it from recurring, and how to check each fix."""
+    """Both ways out (adopt, revert), how to keep it from recurring, and how to check each fix.
+
+    For an app Argo CD syncs with server-side apply (any strategy but legacy), the revert is a
+    server-side apply as `argocd-controller`, so the fields go back to Argo CD's ownership."""
     modified = [d for d in drifts if d.status is model.ResourceStatus.OUT_OF_SYNC and d.changes]
     missing = [d for d in drifts if d.status is model.ResourceStatus.MISSING]
     extraneous = [d for d in drifts if d.status is model.ResourceStatus.EXTRANEOUS]
@@ -52,7 +58,8 @@ def recommend(
             continue  # git moved and Argo CD wrote the live value: syncing is the fix
         out.append(_adopt(app, drift, locate, read_source))
     if modified or missing or extraneous:
-        out.append(_revert(app, modified, missing, extraneous))
+        server_side = strategy is not model.DiffStrategy.LEGACY
+        out.append(_revert(app, modified, missing, extraneous, server_side=server_side))
     prevent = list(_prevent(app, drifts, findings, controller, plurals))
     out.extend(prevent)
     out.append(_verify(app, modified))
@@ -173,22 +180,36 @@ def _revert(
     modified: Sequence[model.Drift],
     missing: Sequence[model.Drift],
     extraneous: Sequence[model.Drift],
+    *,
+    server_side: bool = False,
 ) -> Remedy:
     commands = []
     resources = [*modified, *missing]
+    sync = f"argocd app sync {_app_arg(app)}" + (" --server-side" if server_side else "")
     if resources:
         flags = " ".join(f"--resource {_resource_flag(d.key)}" for d in resources)
-        commands.append(f"argocd app sync {_app_arg(app)} {flags}")
+        commands.append(f"{sync} {flags}")
     if extraneous:
-        commands.append(f"argocd app sync {_app_arg(app)} --prune")
-    for drift in modified:
-        commands.extend(_kubectl_revert(drift))
+        commands.append(f"{sync} --prune")
+    if server_side and modified:
+        # kubectl's own scale/patch would leave the fields owned by kubectl: apply git's
+        # objects (tracking-id included) as Argo CD does, so argocd-controller owns them again
+        commands.append(
+            f"argocd app manifests {_app_arg(app)} --source git | kubectl apply --server-side "
+            f"--field-manager={SSA_MANAGER} --force-conflicts -f -"
+        )
+    elif not server_side:
+        for drift in modified:
+            commands.extend(_kubectl_revert(drift))
     return Remedy(
         RemedyKind.REVERT,
         "Revert the cluster to git",
         steps=(
             "sync the drifted resources from git (Argo CD rewrites the fields it applied)",
-            "or, without Argo CD access, put the git value back with kubectl",
+            "or apply git's objects server-side as argocd-controller, as Argo CD's sync does "
+            "(kubectl scale/patch would leave the fields owned by kubectl)"
+            if server_side
+            else "or, without Argo CD access, put the git value back with kubectl",
         ),
         commands=tuple(commands),
     )
