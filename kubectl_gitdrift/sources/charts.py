@@ -255,7 +255,7 @@ class Charts:
             args = ["pull", source.ref, "--version", version, "--destination", str(out)]
             if source.host in insecure_hosts():
                 args.append("--plain-http")
-            self._helm(args, scratch, what, registry=_user_registry_config())
+            self._helm(args, scratch, what)
         else:
             entry = _repository_entry(source.ref, name="gitdrift")
             if pass_credentials:
@@ -350,12 +350,13 @@ class Charts:
                     args = ["dependency", "build", str(work)]
                     if any(urlsplit(r).netloc.lower() in insecure_hosts() for r in oci):
                         args.append("--plain-http")  # helm: one setting for the whole build
-                    registry = _registry_config_for(
-                        scratch,
-                        [r for r in oci if policy is None or policy.permits(_for_policy(r))],
+                    overrides = (
+                        _permitted_credentials(scratch, [r for r in oci if r not in denied])
+                        if denied
+                        else {}
                     )
                     try:
-                        self._helm(args, scratch, what, registry=registry)
+                        self._helm(args, scratch, what, overrides=overrides)
                     except SourceError as exc:
                         if denied and policy is not None:
                             raise SourceError(
@@ -376,9 +377,14 @@ class Charts:
     # ------------------------------------------------------------------ internals
 
     def _helm(
-        self, args: list[str], scratch: Path, what: str, *, registry: Path | None = None
+        self,
+        args: list[str],
+        scratch: Path,
+        what: str,
+        *,
+        overrides: Mapping[str, str] | None = None,
     ) -> None:
-        env = _environment(scratch, registry)
+        env = {**_environment(scratch), **(overrides or {})}
         proc = process.run_tool(
             [self.helm, *args],
             cwd=scratch,
@@ -610,38 +616,44 @@ def _write_repositories(scratch: Path, entries: list[dict[str, Any]]) -> None:
         handle.write(text)
 
 
-def _registry_config_for(scratch: Path, permitted: Sequence[str]) -> Path:
-    """The user's registry config with only the hosts of `permitted` OCI repositories: the
-    repo-server only gets the credentials of repositories the project permits."""
-    user = _user_registry_config()
-    try:
-        data = json.loads(user.read_bytes())
-    except (OSError, ValueError):
-        return user
-    if not isinstance(data, dict):
-        return user
+def _permitted_credentials(scratch: Path, permitted: Sequence[str]) -> dict[str, str]:
+    """Registry credentials for the hosts of `permitted` OCI repositories only (the repo-server
+    only gets the credentials of repositories the project permits): the user's helm registry
+    config and docker config (helm's fallback), each filtered, as environment overrides."""
     hosts = {urlsplit(r).netloc.lower() for r in permitted}
+    docker_dir = os.environ.get("DOCKER_CONFIG", "").strip()
+    docker = Path(docker_dir) if docker_dir else Path.home() / ".docker"
+    (scratch / "docker").mkdir(mode=0o700)
+    _write_filtered(_user_registry_config(), scratch / "registry.json", hosts)
+    _write_filtered(docker / "config.json", scratch / "docker" / "config.json", hosts)
+    return {
+        "HELM_REGISTRY_CONFIG": str(scratch / "registry.json"),
+        "DOCKER_CONFIG": str(scratch / "docker"),
+    }
+
+
+def _write_filtered(source: Path, dest: Path, hosts: set[str]) -> None:
+    try:
+        data = json.loads(source.read_bytes())
+    except (OSError, ValueError):
+        data = {}
     kept: dict[str, Any] = {}
-    for field in ("auths", "credHelpers"):
-        value = data.get(field)
+    for name in ("auths", "credHelpers"):
+        value = data.get(name) if isinstance(data, dict) else None
         if isinstance(value, dict):
-            kept[field] = {h: v for h, v in value.items() if h.lower() in hosts}
-    if data.get("credsStore") and hosts:
-        kept["credHelpers"] = {
-            **{h: data["credsStore"] for h in hosts},
-            **kept.get("credHelpers", {}),
-        }
-    path = scratch / "registry.json"
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            kept[name] = {h: v for h, v in value.items() if str(h).lower() in hosts}
+    store = data.get("credsStore") if isinstance(data, dict) else None
+    if store and hosts:  # a global helper: only for the permitted hosts
+        kept["credHelpers"] = {**{h: store for h in sorted(hosts)}, **kept.get("credHelpers", {})}
+    fd = os.open(dest, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w", encoding="utf-8") as handle:
         json.dump(kept, handle)
-    return path
 
 
-def _environment(scratch: Path, registry: Path | None) -> dict[str, str]:
-    """helm's environment: the user's HOME and TLS settings, a private repositories.yaml,
-    repository cache and plugin directory, and the registry config (the user's, unless
-    `registry` is given)."""
+def _environment(scratch: Path) -> dict[str, str]:
+    """helm's environment: the user's HOME, TLS settings and registry config (and docker's, as
+    helm falls back to it), a private repositories.yaml, repository cache and plugin
+    directory."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("HELM_") and k != "KUBECONFIG"}
     env.update(
         LC_ALL="C",
@@ -651,7 +663,7 @@ def _environment(scratch: Path, registry: Path | None) -> dict[str, str]:
         HELM_PLUGINS=str(scratch / "plugins"),
         HELM_REPOSITORY_CONFIG=str(scratch / "repositories.yaml"),
         HELM_REPOSITORY_CACHE=str(scratch / "repository"),
-        HELM_REGISTRY_CONFIG=str(registry or _user_registry_config()),
+        HELM_REGISTRY_CONFIG=str(_user_registry_config()),
         KUBECONFIG=os.devnull,
     )
     return env
