@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from kubectl_gitdrift import __version__, plugins, rbac
+from kubectl_gitdrift.sources import fetch
 
 SUBCOMMANDS = ("snapshot", "plugins", "rules", "version")
 
@@ -83,7 +84,18 @@ def build_parser(prog: str = "kubectl gitdrift") -> Parser:
     )
     src = parser.add_argument_group("git side")
     src.add_argument(
-        "--repo-root", metavar="DIR", type=Path, help="a local clone of the Application's repoURL"
+        "--repo-root",
+        metavar="DIR|URL=DIR",
+        action="append",
+        type=repo_root,
+        help="a local clone to render from instead of fetching repoURL: DIR for every source, "
+        "URL=DIR for the sources of that repository (repeatable)",
+    )
+    src.add_argument(
+        "--offline",
+        action="store_true",
+        help="never fetch sources over the network: use --repo-root clones and what earlier "
+        "runs fetched into the cache; a source that needs a fetch is an error",
     )
     rev = src.add_mutually_exclusive_group()
     rev.add_argument(
@@ -245,6 +257,14 @@ def progress_flag(group: Any) -> None:
     )
 
 
+def repo_root(text: str) -> fetch.RepoRoot:
+    """A --repo-root value: DIR, or URL=DIR."""
+    try:
+        return fetch.parse_repo_root(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 def cluster_flags(group: Any) -> None:
     group.add_argument("--context", metavar="NAME", help="kubeconfig context (live mode)")
     group.add_argument("--kubeconfig", metavar="FILE", help="kubeconfig file (live mode)")
@@ -278,10 +298,11 @@ def build_subparser(command: str, prog: str) -> Parser:
         )
         parser.add_argument(
             "--repo-root",
-            metavar="DIR",
-            type=Path,
+            metavar="DIR|URL=DIR",
+            action="append",
+            type=repo_root,
             help="a clone to render, so the objects git has but Argo CD does not track yet "
-            "are captured too",
+            "are captured too (repeatable, as in the main command)",
         )
         rev = parser.add_mutually_exclusive_group()
         rev.add_argument("--revision", metavar="REV")

@@ -43,6 +43,7 @@ from kubectl_gitdrift.errors import (
     UsageError,
 )
 from kubectl_gitdrift.sources import cache as source_cache
+from kubectl_gitdrift.sources import fetch as source_fetch
 from kubectl_gitdrift.sources import git as source_git
 from kubectl_gitdrift.sources import locate as source_locate
 from kubectl_gitdrift.sources import render as source_render
@@ -156,14 +157,18 @@ def prepare(
     workdir: Path,
     progress: Progress,
 ) -> list[Target]:
-    """Parse and render every Application (concurrently, bounded); skip the ones whose
-    repoURL is not the clone at --repo-root (with --all)."""
+    """Parse and render every Application (concurrently, bounded), from the clones given with
+    --repo-root or else from repoURL fetched into the cache; skip the ones whose repoURL is not
+    the clone at a plain --repo-root DIR (with --all)."""
     targets = []
     for body in bodies:
         md = body.get("metadata") or {}
         targets.append(Target(body, f"{md.get('namespace') or 'argocd'}/{md.get('name') or '?'}"))
-    repo_root: Path | None = getattr(args, "repo_root", None)
+    roots: list[source_fetch.RepoRoot] = getattr(args, "repo_root", None) or []
+    repo_root = next((r.path for r in roots if r.url is None), None)
     remotes = _clone_urls(repo_root) if repo_root is not None and args.all else set()
+    # `snapshot` renders only with --repo-root (to capture what git has and Argo CD does not)
+    render_apps = bool(roots) or not getattr(args, "command_snapshot", False)
 
     cache = (
         None
@@ -176,12 +181,19 @@ def prepare(
         if cache is None or getattr(args, "local", False)
         else source_cache.TreeCache(cache.directory),
     )
+    repos = source_fetch.Repos(
+        (workdir if cache is None else cache.directory) / "git",  # --no-cache writes nothing
+        roots=roots,
+        offline=getattr(args, "offline", False),
+        local=getattr(args, "local", False),
+        exports=exports,
+    )
 
     def one(index: int, target: Target, cached_only: bool = False) -> bool:
         """Parse and render; False when `cached_only` and the render is not cached."""
         try:
             target.app = application.parse_application(target.body)
-            if repo_root is None:
+            if not render_apps:
                 return True
             if remotes and not any(
                 source_render._normalize_url(s.repo_url) in remotes
@@ -200,6 +212,7 @@ def prepare(
                 exports=exports,
                 cache=cache,
                 cached_only=cached_only,
+                repos=repos,
             )
         except source_cache.CacheMiss:
             return False
@@ -226,6 +239,17 @@ def prepare(
         with concurrent.futures.ThreadPoolExecutor(max_workers=min(workers, len(todo))) as pool:
             list(pool.map(counted, *zip(*todo, strict=True)))
     return targets
+
+
+def check_source_flags(args: argparse.Namespace) -> None:
+    """--repo-root, --local and --offline go together before any work starts."""
+    roots: list[source_fetch.RepoRoot] = getattr(args, "repo_root", None) or []
+    source_fetch.check_roots(roots, local=getattr(args, "local", False))
+
+
+def _plain_repo_root(args: argparse.Namespace) -> Path:
+    roots: list[source_fetch.RepoRoot] = getattr(args, "repo_root", None) or []
+    return next((r.path for r in roots if r.url is None), Path())
 
 
 def _clone_urls(repo_root: Path) -> set[str]:
@@ -300,7 +324,8 @@ def run_one(
         dry_run=target.dry_run,
     )
     history = _history_cache(args)
-    return engine.run(inputs, pm, with_source_callbacks(options, rendered, args.repo_root, history))
+    repo = rendered.repo if rendered.repo is not None else _plain_repo_root(args)
+    return engine.run(inputs, pm, with_source_callbacks(options, rendered, repo, history))
 
 
 def run_all(

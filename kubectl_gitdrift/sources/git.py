@@ -47,8 +47,7 @@ def run_git(
     repo_root: Path, *args: str, timeout: float = GIT_TIMEOUT, check: bool = True
 ) -> subprocess.CompletedProcess[bytes]:
     """Run `git -C repo_root args…` safely; a failure (when `check`) is a SourceError."""
-    env = {k: v for k, v in os.environ.items() if k not in _SCRUBBED_ENV}
-    env.update(LC_ALL="C", GIT_PAGER="cat", PAGER="cat", GIT_TERMINAL_PROMPT="0")
+    env = git_env()
     cmd = [
         "git",
         "-C",
@@ -81,17 +80,28 @@ def run_git(
     return proc
 
 
+def git_env() -> dict[str, str]:
+    """The user's environment (credential helpers, SSH agent, `~/.gitconfig` all apply) without
+    what would point git at another repository, with no pager and never a prompt."""
+    env = {k: v for k, v in os.environ.items() if k not in _SCRUBBED_ENV}
+    env.update(LC_ALL="C", GIT_PAGER="cat", PAGER="cat", GIT_TERMINAL_PROMPT="0")
+    return env
+
+
 def toplevel(repo_root: Path) -> Path:
-    """The top of the work tree holding `repo_root` (SourceError when it is not a git repo)."""
+    """The top of the work tree holding `repo_root`, or the repository itself when it is bare (a
+    fetched mirror); SourceError when it is not a git repo."""
     if not repo_root.is_dir():
         raise SourceError(f"--repo-root {repo_root}: no such directory")
-    proc = run_git(repo_root, "rev-parse", "--show-toplevel", check=False)
+    proc = run_git(repo_root, "rev-parse", "--is-bare-repository", "--show-toplevel", check=False)
+    if proc.stdout.startswith(b"true\n"):
+        return repo_root.resolve()
     if proc.returncode != 0:
         raise SourceError(
             f"--repo-root {repo_root}: not a git repository ({_last_line(proc.stderr)})",
             hint="pass --repo-root pointing at a clone of the Application's repoURL",
         )
-    return Path(proc.stdout.decode("utf-8", "replace").strip())
+    return Path(proc.stdout.decode("utf-8", "replace").splitlines()[-1].strip())
 
 
 def resolve_revision(repo_root: Path, rev: str, *, prefer_remote: bool = False) -> str:
@@ -213,8 +223,7 @@ def commit_touching(top: Path, sha: str, path: str) -> CommitInfo | None:
 
 
 def _cat_file(top: Path, request: IO[bytes], response: IO[bytes]) -> None:
-    env = {k: v for k, v in os.environ.items() if k not in _SCRUBBED_ENV}
-    env.update(LC_ALL="C", GIT_PAGER="cat")
+    env = git_env()
     try:
         proc = subprocess.run(
             ["git", "-C", str(top), "-c", "core.hooksPath=/dev/null", "cat-file", "--batch"],

@@ -18,13 +18,12 @@ import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from kubectl_gitdrift import yamlio
 from kubectl_gitdrift.errors import SourceError, UsageError
 from kubectl_gitdrift.model import Application, AppSource, Manifest
-from kubectl_gitdrift.sources import cmp, directory, git, helm, kustomize
-from kubectl_gitdrift.sources import config as render_config
+from kubectl_gitdrift.sources import directory, git, helm, kustomize
 from kubectl_gitdrift.sources.cache import CacheMiss, RenderCache, TreeCache
 
 WORKING_TREE = "working tree"
@@ -50,6 +49,35 @@ class Rendered:
     tree: Path  # the exported tree of the first source, for locate
     source_path: str  # the first source's path
     sources: tuple[RenderedSource, ...] = ()
+    repo: Path | None = None  # the first source's repository (a clone's top, or a fetched mirror)
+    fetched: bool = False  # the first source came from a fetched mirror, not --repo-root
+
+
+@dataclass(frozen=True, slots=True)
+class Checkout:
+    """Where one source's files come from: a repository and the commit in it."""
+
+    top: Path  # a clone's work tree top, or a bare mirror fetched into the cache
+    sha: str  # the commit, or WORKING_TREE
+    where: str  # for messages: the --repo-root directory, or the repoURL fetched
+    fetched: bool = False
+
+
+class Repos(Protocol):
+    """Finds the repository and commit each git source renders from (sources/fetch.py fetches
+    repoURLs; LocalClone below is one --repo-root clone for every source)."""
+
+    def checkout(
+        self,
+        app: Application,
+        source: AppSource,
+        revision: str,
+        prefer_remote: bool,
+        *,
+        cached_only: bool = False,
+    ) -> Checkout:
+        """Where `source` at `revision` is; `cached_only` raises CacheMiss rather than fetch."""
+
 
 
 class Exports:
@@ -100,7 +128,7 @@ class Exports:
 
 def render(
     app: Application,
-    repo_root: Path,
+    repo_root: Path | None,
     *,
     revision: str | None = None,
     local: bool = False,
@@ -109,48 +137,49 @@ def render(
     exports: Exports | None = None,
     cache: RenderCache | None = None,
     cached_only: bool = False,
-    config: render_config.RenderConfig | None = None,
+    repos: Repos | None = None,
 ) -> Rendered:
     """Render every source of `app` that has a path (ref-only sources are skipped).
 
-    `exports` shares resolved revisions and exported trees between the renders of one run
-    (`--all`); `cache` reads and stores kustomize renders on disk (never for `local`).
-    `cached_only` raises CacheMiss rather than run kustomize or helm."""
+    `repos` says where each source's repository is (fetched mirrors, `--repo-root URL=DIR`);
+    without it every source comes from the one clone at `repo_root`. `exports` shares resolved
+    revisions and exported trees between the renders of one run (`--all`); `cache` reads and
+    stores kustomize renders on disk (never for `local`). `cached_only` raises CacheMiss rather
+    than run kustomize or helm."""
     if revision and local:
         raise UsageError("--revision and --local cannot be used together")
     todo = [(i, s) for i, s in enumerate(app.sources) if not (s.ref and not s.path and not s.chart)]
     if not todo:
         raise SourceError(f"application {app.qualified_name} has no source with a path to render")
-    top = exports.top(repo_root, local) if exports is not None else _top(repo_root, local)
-    _check_repo_urls([s for _, s in todo], top, repo_root, local)
+    if repos is None and repo_root is None:
+        raise UsageError("--repo-root DIR is required: a local clone of the Application's repoURL")
+    found: Repos = repos or LocalClone(
+        repo_root or Path(), [s for _, s in todo], local=local, exports=exports
+    )
+
+    def checkout(index: int, source: AppSource) -> tuple[Checkout, Path]:
+        rev, prefer_remote = _revision_for(app, index, source, revision)
+        co = found.checkout(app, source, rev, prefer_remote, cached_only=cached_only)
+        if co.sha == WORKING_TREE:
+            return co, co.top
+        if exports is not None:
+            return co, exports.export(co.top, co.sha)
+        return co, _export(co.top, co.sha, workdir)
 
     def ref_tree(index: int, source: AppSource) -> Path:
         # a `ref` source's tree, for `$<ref>/…` Helm value files; exported only when used
-        _check_repo_urls([*(s for _, s in todo), source], top, repo_root, local)
-        if local:
-            return top
-        rev, prefer_remote = _revision_for(app, index, source, revision)
-        if exports is not None:
-            return exports.export(top, exports.resolve(top, rev, prefer_remote))
-        return _export(top, git.resolve_revision(top, rev, prefer_remote=prefer_remote), workdir)
+        return checkout(index, source)[1]
 
     refs = helm.RefTrees(app, ref_tree)
     manifests: list[Manifest] = []
     parts: list[RenderedSource] = []
+    repo: Checkout | None = None
     for index, source in todo:
-        if local:
-            sha, tree = WORKING_TREE, top
-        else:
-            rev, prefer_remote = _revision_for(app, index, source, revision)
-            if exports is not None:
-                sha = exports.resolve(top, rev, prefer_remote)
-                tree = exports.export(top, sha)
-            else:
-                sha = git.resolve_revision(top, rev, prefer_remote=prefer_remote)
-                tree = _export(top, sha, workdir)
+        co, tree = checkout(index, source)
+        repo = repo or co
         part, objs = _render_source(
-            app, index, source, tree, sha, repo_root, workdir, build_options, cache, refs,
-            cached_only, config,
+            app, index, source, tree, co.sha, co.where, workdir, build_options, cache, refs,
+            cached_only,
         )  # fmt: skip
         parts.append(part)
         manifests.extend(objs)
@@ -161,7 +190,46 @@ def render(
         tree=first.tree,
         source_path=first.path,
         sources=tuple(parts),
+        repo=repo.top if repo is not None else None,
+        fetched=repo.fetched if repo is not None else False,
     )
+
+
+class LocalClone:
+    """Every source from the one clone at `--repo-root` (a source of another repository is
+    refused unless the clone has it as a remote)."""
+
+    def __init__(
+        self,
+        root: Path,
+        sources: Sequence[AppSource],
+        *,
+        local: bool = False,
+        exports: Exports | None = None,
+    ) -> None:
+        self.root, self.local, self.exports = root, local, exports
+        self.sources = list(sources)
+        self.top = exports.top(root, local) if exports is not None else _top(root, local)
+        _check_repo_urls(self.sources, self.top, root, local)
+
+    def checkout(
+        self,
+        app: Application,
+        source: AppSource,
+        revision: str,
+        prefer_remote: bool,
+        *,
+        cached_only: bool = False,
+    ) -> Checkout:
+        if source not in self.sources:  # a `ref` source, asked for by a `$ref/…` value file
+            _check_repo_urls([*self.sources, source], self.top, self.root, self.local)
+        if self.local:
+            return Checkout(self.top, WORKING_TREE, str(self.root))
+        if self.exports is not None:
+            sha = self.exports.resolve(self.top, revision, prefer_remote)
+        else:
+            sha = git.resolve_revision(self.top, revision, prefer_remote=prefer_remote)
+        return Checkout(self.top, sha, str(self.root))
 
 
 def source_options(source: AppSource) -> dict[str, Any]:
@@ -206,11 +274,6 @@ def detect_type(blocks: Mapping[str, Any], app_dir: Path, *, explicit_kind: str 
     if kustomize.find_kustomization(app_dir) is not None:
         return "kustomize"
     return "directory"
-
-
-def _explicit_type(blocks: Mapping[str, Any], explicit_kind: str) -> bool:
-    """The source names its type (a non-empty tool block, or the block the Application has)."""
-    return any(k in SOURCE_TYPES and (v or k == explicit_kind) for k, v in blocks.items())
 
 
 def build_env(app: Application, source: AppSource, revision: str) -> dict[str, str]:
@@ -274,15 +337,13 @@ def _render_source(
     source: AppSource,
     tree: Path,
     sha: str,
-    repo_root: Path,
+    repo_root: Path | str,
     workdir: Path,
     build_options: Sequence[str],
     cache: RenderCache | None = None,
     refs: Mapping[str, Path] | None = None,
     cached_only: bool = False,
-    config: render_config.RenderConfig | None = None,
 ) -> tuple[RenderedSource, list[Manifest]]:
-    conf = config or render_config.RenderConfig()
     path = _clean_path(source.path)
     app_dir = tree if path == "." else tree / path
     at = "the working tree" if sha == WORKING_TREE else sha[:12]
@@ -298,13 +359,6 @@ def _render_source(
             )
         blocks = _with_overrides(source_options(source), app_dir, app.name, tree)
         kind = detect_type(blocks, app_dir, explicit_kind=source.kind)
-        if conf.plugins and not _explicit_type(blocks, source.kind):
-            # Argo CD's discovery.AppType asks the plugins first
-            if cached_only and any(p.discover_command for p in conf.plugins):
-                raise CacheMiss(path)
-            env = build_env(app, source, "" if sha == WORKING_TREE else sha)
-            if cmp.discover(conf.plugins, app_dir, env, conf.allow_plugins) is not None:
-                kind = "plugin"
     part = RenderedSource(index, source.repo_url, path, kind, sha, tree)
     if kind == "helm":
         if cached_only:
@@ -321,40 +375,26 @@ def _render_source(
             tree=tree,
         )
     if kind == "plugin":
-        if cached_only:
-            raise CacheMiss(path)
-        env = build_env(app, source, "" if sha == WORKING_TREE else sha)
-        plugin_options = blocks.get("plugin") or {}
-        plugin = cmp.select(
-            conf.plugins, plugin_options, app_dir, env, conf.allow_plugins, path
-        )
-        return part, cmp.generate(
-            plugin,
-            tree=tree,
-            app_path=path,
-            options=plugin_options,
-            build_env=env,
-            workdir=workdir,
-            allow=conf.allow_plugins,
+        raise SourceError(
+            f"source path {path}: config management plugin sources cannot be rendered locally",
+            hint="use `argocd app manifests` output as a directory source instead",
         )
     options = blocks.get(kind) or {}
     if kind == "kustomize":
         env = build_env(app, source, "" if sha == WORKING_TREE else sha)
-        conf.check_kustomize_version(str(options.get("version") or ""), path)
         objs = kustomize.build(
             tree,
             path,
             options,
             workdir=workdir,
             env=env,
-            build_options=build_options or conf.kustomize_build_options,
+            build_options=build_options,
             revision=None if sha == WORKING_TREE else sha,
             cache=None if sha == WORKING_TREE else cache,
             cached_only=cached_only,
         )
     else:
-        env = build_env(app, source, "" if sha == WORKING_TREE else sha)
-        objs = directory.collect(tree, path, options, env)
+        objs = directory.collect(tree, path, options)
     return part, objs
 
 

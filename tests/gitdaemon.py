@@ -1,0 +1,136 @@
+"""A real `git daemon` on 127.0.0.1 for tests that fetch repoURL: serves every bare repository
+under its base directory (`--export-all --base-path`), with partial clone allowed, and counts
+the fetches it served from its own log.
+
+    with GitDaemon(tmp_path / "served") as daemon:
+        url = daemon.serve(clone_dir, "guestbook-gitops.git")  # a bare copy, served
+        ...
+        assert daemon.requests() == 2  # upload-pack requests: ls-remote and fetch each count
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import socket
+import subprocess
+import time
+from pathlib import Path
+from types import TracebackType
+
+_REQUEST = re.compile(r"Request upload-pack for '(?P<path>[^']*)'")
+
+
+def git_env() -> dict[str, str]:
+    """git for the test's own setup: no user or system configuration."""
+    return {**os.environ, "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1"}
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+class GitDaemon:
+    """`git daemon` serving `base` on a free loopback port; started by `start()` (or `with`),
+    stopped by `stop()`."""
+
+    def __init__(self, base: Path) -> None:
+        self.base = base
+        self.base.mkdir(parents=True, exist_ok=True)
+        self.log = base.parent / f"{base.name}.daemon.log"
+        self.port = 0
+        self._proc: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> GitDaemon:
+        for _attempt in range(5):
+            self.port = free_port()
+            with self.log.open("ab") as log:
+                self._proc = subprocess.Popen(
+                    [
+                        "git",
+                        "daemon",
+                        "--export-all",
+                        f"--base-path={self.base}",
+                        "--listen=127.0.0.1",
+                        f"--port={self.port}",
+                        "--reuseaddr",
+                        "--verbose",
+                        "--informative-errors",
+                        str(self.base),
+                    ],
+                    stdin=subprocess.DEVNULL,
+                    stdout=subprocess.DEVNULL,
+                    stderr=log,
+                    env=git_env(),
+                    start_new_session=True,
+                )
+            if self._wait_ready():
+                return self
+            self.stop()
+        raise RuntimeError(f"git daemon did not start; see {self.log}")
+
+    def _wait_ready(self) -> bool:
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            assert self._proc is not None
+            if self._proc.poll() is not None:
+                return False
+            with (
+                contextlib.suppress(OSError),
+                socket.create_connection(("127.0.0.1", self.port), timeout=0.5),
+            ):
+                return True
+            time.sleep(0.02)
+        return False
+
+    def stop(self) -> None:
+        if self._proc is None:
+            return
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self._proc.pid, 15)
+        self._proc.wait(timeout=10)
+        self._proc = None
+
+    def __enter__(self) -> GitDaemon:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+    def url(self, name: str) -> str:
+        return f"git://127.0.0.1:{self.port}/{name}"
+
+    def serve(self, repo: Path, name: str) -> str:
+        """A bare copy of `repo` (every branch and tag) served as `name`; its URL."""
+        dest = self.base / name
+        subprocess.run(
+            ["git", "clone", "--quiet", "--bare", str(repo), str(dest)],
+            check=True,
+            env=git_env(),
+            capture_output=True,
+        )
+        subprocess.run(
+            ["git", "-C", str(dest), "config", "uploadpack.allowFilter", "true"],
+            check=True,
+            env=git_env(),
+        )
+        return self.url(name)
+
+    def requests(self, name: str | None = None) -> int:
+        """upload-pack requests served so far (every ls-remote and fetch is one), for `name`
+        or for every repository."""
+        if not self.log.exists():
+            return 0
+        return sum(
+            1
+            for m in _REQUEST.finditer(self.log.read_text(errors="replace"))
+            if name is None or m.group("path").strip("/") == name.strip("/")
+        )
