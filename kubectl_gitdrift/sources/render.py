@@ -23,7 +23,8 @@ from typing import Any, Protocol
 from kubectl_gitdrift import yamlio
 from kubectl_gitdrift.errors import SourceError, UsageError
 from kubectl_gitdrift.model import Application, AppSource, Manifest
-from kubectl_gitdrift.sources import directory, git, helm, kustomize
+from kubectl_gitdrift.sources import cmp, directory, git, helm, kustomize
+from kubectl_gitdrift.sources import config as render_config
 from kubectl_gitdrift.sources.cache import CacheMiss, RenderCache, TreeCache
 
 WORKING_TREE = "working tree"
@@ -77,7 +78,6 @@ class Repos(Protocol):
         cached_only: bool = False,
     ) -> Checkout:
         """Where `source` at `revision` is; `cached_only` raises CacheMiss rather than fetch."""
-
 
 
 class Exports:
@@ -138,6 +138,7 @@ def render(
     cache: RenderCache | None = None,
     cached_only: bool = False,
     repos: Repos | None = None,
+    config: render_config.RenderConfig | None = None,
 ) -> Rendered:
     """Render every source of `app` that has a path (ref-only sources are skipped).
 
@@ -179,7 +180,7 @@ def render(
         repo = repo or co
         part, objs = _render_source(
             app, index, source, tree, co.sha, co.where, workdir, build_options, cache, refs,
-            cached_only,
+            cached_only, config,
         )  # fmt: skip
         parts.append(part)
         manifests.extend(objs)
@@ -276,6 +277,11 @@ def detect_type(blocks: Mapping[str, Any], app_dir: Path, *, explicit_kind: str 
     return "directory"
 
 
+def _explicit_type(blocks: Mapping[str, Any], explicit_kind: str) -> bool:
+    """The source names its type (a non-empty tool block, or the block the Application has)."""
+    return any(k in SOURCE_TYPES and (v or k == explicit_kind) for k, v in blocks.items())
+
+
 def build_env(app: Application, source: AppSource, revision: str) -> dict[str, str]:
     """Argo CD's build environment (what `$ARGOCD_APP_*` in options expand to)."""
     return {
@@ -343,7 +349,9 @@ def _render_source(
     cache: RenderCache | None = None,
     refs: Mapping[str, Path] | None = None,
     cached_only: bool = False,
+    config: render_config.RenderConfig | None = None,
 ) -> tuple[RenderedSource, list[Manifest]]:
+    conf = config or render_config.RenderConfig()
     path = _clean_path(source.path)
     app_dir = tree if path == "." else tree / path
     at = "the working tree" if sha == WORKING_TREE else sha[:12]
@@ -359,6 +367,13 @@ def _render_source(
             )
         blocks = _with_overrides(source_options(source), app_dir, app.name, tree)
         kind = detect_type(blocks, app_dir, explicit_kind=source.kind)
+        if conf.plugins and not _explicit_type(blocks, source.kind):
+            # Argo CD's discovery.AppType asks the plugins first
+            if cached_only and any(p.discover_command for p in conf.plugins):
+                raise CacheMiss(path)
+            env = build_env(app, source, "" if sha == WORKING_TREE else sha)
+            if cmp.discover(conf.plugins, app_dir, env, conf.allow_plugins) is not None:
+                kind = "plugin"
     part = RenderedSource(index, source.repo_url, path, kind, sha, tree)
     if kind == "helm":
         if cached_only:
@@ -375,26 +390,40 @@ def _render_source(
             tree=tree,
         )
     if kind == "plugin":
-        raise SourceError(
-            f"source path {path}: config management plugin sources cannot be rendered locally",
-            hint="use `argocd app manifests` output as a directory source instead",
+        if cached_only:
+            raise CacheMiss(path)
+        env = build_env(app, source, "" if sha == WORKING_TREE else sha)
+        plugin_options = blocks.get("plugin") or {}
+        plugin = cmp.select(
+            conf.plugins, plugin_options, app_dir, env, conf.allow_plugins, path
+        )
+        return part, cmp.generate(
+            plugin,
+            tree=tree,
+            app_path=path,
+            options=plugin_options,
+            build_env=env,
+            workdir=workdir,
+            allow=conf.allow_plugins,
         )
     options = blocks.get(kind) or {}
     if kind == "kustomize":
         env = build_env(app, source, "" if sha == WORKING_TREE else sha)
+        conf.check_kustomize_version(str(options.get("version") or ""), path)
         objs = kustomize.build(
             tree,
             path,
             options,
             workdir=workdir,
             env=env,
-            build_options=build_options,
+            build_options=build_options or conf.kustomize_build_options,
             revision=None if sha == WORKING_TREE else sha,
             cache=None if sha == WORKING_TREE else cache,
             cached_only=cached_only,
         )
     else:
-        objs = directory.collect(tree, path, options)
+        env = build_env(app, source, "" if sha == WORKING_TREE else sha)
+        objs = directory.collect(tree, path, options, env)
     return part, objs
 
 
