@@ -3,8 +3,8 @@
 A translator, not a second model: every object leaves as a plain ``dict`` (kr8s's raw form),
 never as a kr8s object. Reads only: discovery, ``/version``, ``/openapi/v3``, and LISTs (never
 one GET per object), plus SubjectAccessReviews; and, only when asked (``--server-dry-run``),
-Argo CD's server-side apply dry-run (``dryRun=All``: the server persists nothing). kr8s's async API runs on a private event loop owned by :class:`Cluster`, so
-callers stay synchronous.
+Argo CD's server-side apply dry-run (``dryRun=All``: the server persists nothing). kr8s's async
+API runs on a private event loop owned by :class:`Cluster`, so callers stay synchronous.
 
 kr8s 0.20 behaviours this module relies on or works around:
 
