@@ -66,7 +66,8 @@ PULL_TIMEOUT = 120.0
 MAX_EXTRACTED = 256 * 1024 * 1024
 """Bytes a chart archive may expand to (Argo CD bounds it too: manifestMaxExtractedSize)."""
 CHARTS_KEPT = 64
-"""Pulled charts and built dependency sets kept; the least recently used go first."""
+"""Pulled charts and built dependency sets kept; the least recently used go first (once an
+hour unused)."""
 
 # Masterminds/semver v3 `NewVersion` (what Argo CD's versions.IsVersion accepts)
 _SEMVER = re.compile(
@@ -490,8 +491,9 @@ class Charts:
                 elif path.name != keep:
                     entries.append((age, path))
         entries.sort()
-        for _, path in entries[CHARTS_KEPT - 1 :]:
-            shutil.rmtree(path, ignore_errors=True)
+        for age, path in entries[CHARTS_KEPT - 1 :]:
+            if age > 3600:  # one in use by a render of this or another run is recent
+                shutil.rmtree(path, ignore_errors=True)
 
 
 # ---------------------------------------------------------------------- helpers

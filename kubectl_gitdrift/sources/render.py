@@ -23,6 +23,7 @@ from typing import Any, Protocol
 from kubectl_gitdrift import yamlio
 from kubectl_gitdrift.errors import SourceError, UsageError
 from kubectl_gitdrift.model import Application, AppSource, Manifest
+from kubectl_gitdrift.sources import charts as chart_fetch
 from kubectl_gitdrift.sources import cmp, directory, git, helm, kustomize
 from kubectl_gitdrift.sources import config as render_config
 from kubectl_gitdrift.sources.cache import CacheMiss, RenderCache, TreeCache
@@ -138,7 +139,9 @@ def render(
     cache: RenderCache | None = None,
     cached_only: bool = False,
     repos: Repos | None = None,
+    policy: chart_fetch.RepoPolicy | None = None,
     config: render_config.RenderConfig | None = None,
+    offline: bool = False,
 ) -> Rendered:
     """Render every source of `app` that has a path (ref-only sources are skipped).
 
@@ -146,7 +149,9 @@ def render(
     without it every source comes from the one clone at `repo_root`. `exports` shares resolved
     revisions and exported trees between the renders of one run (`--all`); `cache` reads and
     stores kustomize renders on disk (never for `local`). `cached_only` raises CacheMiss rather
-    than run kustomize or helm."""
+    than run kustomize or helm. Charts from Helm repositories and OCI registries are pulled
+    (sources/charts.py), dependencies under the AppProject's `policy` (its sourceRepos);
+    `offline` allows only what the chart cache holds."""
     if revision and local:
         raise UsageError("--revision and --local cannot be used together")
     todo = [(i, s) for i, s in enumerate(app.sources) if not (s.ref and not s.path and not s.chart)]
@@ -176,11 +181,20 @@ def render(
     parts: list[RenderedSource] = []
     repo: Checkout | None = None
     for index, source in todo:
+        registry = chart_fetch.classify(source.repo_url, source.chart)
+        if registry is not None:  # a chart from a Helm repository or an OCI registry: no git
+            part, objs = _render_chart(
+                app, index, source, registry, revision, workdir, cache, refs, cached_only, policy,
+                offline,
+            )  # fmt: skip
+            parts.append(part)
+            manifests.extend(objs)
+            continue
         co, tree = checkout(index, source)
         repo = repo or co
         part, objs = _render_source(
             app, index, source, tree, co.sha, co.where, workdir, build_options, cache, refs,
-            cached_only, config,
+            cached_only, policy, config, offline,
         )  # fmt: skip
         parts.append(part)
         manifests.extend(objs)
@@ -349,7 +363,9 @@ def _render_source(
     cache: RenderCache | None = None,
     refs: Mapping[str, Path] | None = None,
     cached_only: bool = False,
+    policy: chart_fetch.RepoPolicy | None = None,
     config: render_config.RenderConfig | None = None,
+    offline: bool = False,
 ) -> tuple[RenderedSource, list[Manifest]]:
     conf = config or render_config.RenderConfig()
     path = _clean_path(source.path)
@@ -388,6 +404,9 @@ def _render_source(
             workdir=workdir,
             env=env,
             tree=tree,
+            charts=_charts(cache, workdir, offline),
+            policy=policy,
+            revision=None if sha == WORKING_TREE else sha,
         )
     if kind == "plugin":
         if cached_only:
@@ -425,6 +444,97 @@ def _render_source(
         env = build_env(app, source, "" if sha == WORKING_TREE else sha)
         objs = directory.collect(tree, path, options, env)
     return part, objs
+
+
+def _render_chart(
+    app: Application,
+    index: int,
+    source: AppSource,
+    registry: chart_fetch.ChartSource,
+    revision: str | None,
+    workdir: Path,
+    cache: RenderCache | None,
+    refs: Mapping[str, Path] | None,
+    cached_only: bool,
+    policy: chart_fetch.RepoPolicy | None,
+    offline: bool = False,
+) -> tuple[RenderedSource, list[Manifest]]:
+    """Pull a chart from a Helm repository or an OCI registry and `helm template` it, as the
+    repo-server does: the chart is both the app directory and the root (value files resolve
+    inside it, or in a `$ref` source's tree)."""
+    if cached_only:
+        raise CacheMiss(source.chart or source.repo_url)
+    if policy is not None and not policy.permits(source.repo_url):
+        raise SourceError(
+            f"application repo {source.repo_url} is not permitted in project '{policy.project}'",
+            hint="add it to the AppProject's spec.sourceRepos",
+        )
+    charts = _charts(cache, workdir, offline)
+    if charts is None:
+        raise SourceError(
+            f"{registry.describe()}: helm charts need the helm binary",
+            hint=f"install helm (tools/install_helm.sh), put it on PATH or set ${helm.HELM_ENV}",
+        )
+    options = source_options(source).get("helm") or {}
+    pulled = charts.pull(
+        registry,
+        _chart_version(app, index, source, revision),
+        pass_credentials=bool(options.get("passCredentials")),
+    )
+    path = "."
+    app_dir = pulled.directory
+    if not registry.chart:  # an oci:// artifact that is a chart: `path` selects inside it
+        path = _clean_path(source.path)
+        app_dir = app_dir if path == "." else app_dir / path
+        if not (app_dir / "Chart.yaml").is_file():
+            raise SourceError(f"{registry.describe(pulled.version)}: no chart at path {path}")
+    name = registry.chart or registry.ref.rsplit("/", 1)[-1]
+    part = RenderedSource(
+        index, source.repo_url, source.chart or path, "helm", pulled.version, pulled.directory
+    )
+    return part, helm.template(
+        app_dir,
+        app=app,
+        source=source,
+        options=options,
+        tree_for_ref=refs or {},
+        workdir=workdir,
+        env=build_env(app, source, pulled.version),
+        tree=pulled.directory,
+        charts=charts,
+        policy=policy,
+        revision=pulled.digest,
+        display=name if path == "." else f"{name}/{path}",
+        origins=False,
+    )
+
+
+def _chart_version(app: Application, index: int, source: AppSource, revision: str | None) -> str:
+    """The chart version (or constraint) to pull: `--revision` for a one-source app, else the
+    version Argo CD last compared (status.sync.revision), else targetRevision."""
+    if revision and len(app.sources) == 1:
+        return revision
+    revs = app.revisions
+    known = ""
+    if len(app.sources) == 1 and revs:
+        known = revs[0]
+    elif len(app.sources) > 1 and len(revs) == len(app.sources):
+        known = revs[index]
+    if known and not re.fullmatch(r"[0-9a-f]{40}|sha256:[0-9a-f]{64}", known):
+        return known
+    return source.target_revision
+
+
+def _charts(
+    cache: RenderCache | None, workdir: Path, offline: bool = False
+) -> chart_fetch.Charts | None:
+    """Pulled charts and built dependencies kept beside the render cache (none without it);
+    None without a helm binary."""
+    binary = helm.helm_binary()
+    if binary is None:
+        return None
+    directory = cache.directory if cache is not None else None
+    return chart_fetch.Charts(directory, workdir, binary, offline=offline)
 
 
 def _clean_path(path: str) -> str:
