@@ -18,6 +18,10 @@ import subprocess
 import time
 from pathlib import Path
 from types import TracebackType
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from typing_extensions import Self
 
 _REQUEST = re.compile(r"Request upload-pack for '(?P<path>[^']*)'")
 
@@ -44,7 +48,7 @@ class GitDaemon:
         self.port = 0
         self._proc: subprocess.Popen[bytes] | None = None
 
-    def start(self) -> GitDaemon:
+    def start(self) -> Self:
         for _attempt in range(5):
             self.port = free_port()
             with self.log.open("ab") as log:
@@ -94,7 +98,7 @@ class GitDaemon:
         self._proc.wait(timeout=10)
         self._proc = None
 
-    def __enter__(self) -> GitDaemon:
+    def __enter__(self) -> Self:
         return self.start()
 
     def __exit__(

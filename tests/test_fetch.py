@@ -265,7 +265,7 @@ def test_a_server_that_never_answers_times_out(
         silent.listen(8)
         url = f"git://127.0.0.1:{silent.getsockname()[1]}/{NAME}"
         result = run_cli(offline(snapshot_for(tmp_path, url)))
-    one_line_error(result, "timed out after 1s")
+    one_line_error(result, "argocd/guestbook", url, "git fetch timed out after 1s")
     assert "$KUBECTL_GITDRIFT_FETCH_TIMEOUT" in result.stderr
     assert [n for n in mirrors(cache) if not n.endswith(".lock")] == []
 

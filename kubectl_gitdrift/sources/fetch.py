@@ -392,7 +392,12 @@ class Mirror:
     ) -> subprocess.CompletedProcess[bytes]:
         """A git command that talks to the server (the URL given for this command only)."""
         cmd = ["-c", f"remote.origin.url={self.url}", *args]
-        proc = _run(repo, cmd, timeout=self.timeout, stdin=stdin, network=True)
+        try:
+            proc = _run(repo, cmd, timeout=self.timeout, stdin=stdin, network=True)
+        except _TimedOut as exc:
+            raise SourceError(
+                f"{app}: cannot fetch {self.url}: {exc.message}", hint=exc.hint
+            ) from None
         if proc.returncode != 0:
             raise _GitFailed(
                 f"{app}: cannot fetch {self.url}: {_last_line(proc.stderr)}",
@@ -443,6 +448,10 @@ class Mirror:
             for line in proc.stdout.decode("ascii", "replace").splitlines()
             if line.startswith("?")
         )
+
+
+class _TimedOut(SourceError):
+    pass
 
 
 class _GitFailed(SourceError):
@@ -508,7 +517,6 @@ def _run(
     cmd = ["git", "-C", str(repo), "-c", "core.hooksPath=/dev/null", "--no-pager", *args]
     env = git.git_env()
     if network:
-        env.setdefault("GIT_SSH_VARIANT", "auto")
         env["GCM_INTERACTIVE"] = "never"  # Git Credential Manager: fail rather than ask
     try:
         proc = subprocess.Popen(
@@ -530,9 +538,8 @@ def _run(
         with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGKILL)
         proc.communicate()
-        what = " ".join(a for a in args if not a.startswith("remote.origin.url="))
-        raise SourceError(
-            f"git {what.split(' -c ')[0][:60]} in {repo} timed out after {timeout:g}s",
+        raise _TimedOut(
+            f"git {_subcommand(args)} timed out after {timeout:g}s",
             hint=f"a slow or unreachable server? ${FETCH_TIMEOUT_ENV} sets the limit",
         ) from None
     except BaseException:
@@ -541,6 +548,14 @@ def _run(
         proc.communicate()
         raise
     return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
+
+
+def _subcommand(args: Sequence[str]) -> str:
+    """`fetch` of `-c k=v fetch --quiet …`."""
+    rest = list(args)
+    while len(rest) > 1 and rest[0] == "-c":
+        rest = rest[2:]
+    return rest[0] if rest else "git"
 
 
 @contextlib.contextmanager
