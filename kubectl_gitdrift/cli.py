@@ -292,7 +292,14 @@ def _evaluate(
             gc.freeze()  # the parsed snapshot lives all run: keep the cyclic GC off it
             bodies = workflow.select_offline(state, args, [args.app] if args.app else [])
             settings = application.parse_settings(state.argocd_cm)
-            targets = workflow.prepare(bodies, settings, args, Path(workdir), progress)
+            targets = workflow.prepare(
+                bodies,
+                settings,
+                args,
+                Path(workdir),
+                progress,
+                configmaps=workflow.render_configmaps(state),
+            )
             mode = "offline"
         else:
             state, targets = workflow.gather_live(
@@ -476,6 +483,25 @@ def _serve(argv: list[str], out: TextIO, err: TextIO, prog: str) -> ExitCode:
         raise UsageError(f"--interval {own.interval:g}: expected a number of seconds above 0")
     listen = serve.parse_listen(own.listen)
 
+    def ready(address: tuple[str, int]) -> None:
+        err.write(f"gitdrift serve: listening on http://{address[0]}:{address[1]}/metrics\n")
+        err.flush()
+
+    exporter = serve.Exporter(serve_runner(args, err), err)
+    try:
+        serve.serve(exporter, listen, own.interval, cycles=own.cycles, ready=ready)
+    except OSError as exc:
+        raise UsageError(f"--listen {own.listen}: cannot listen: {exc.strerror}") from None
+    return ExitCode.OK
+
+
+def serve_runner(args: argparse.Namespace, err: TextIO) -> serve.RunOnce:
+    """One `serve` cycle: compare every app, keep the reports, and leave nothing behind.
+
+    A one-shot run freezes what it loads out of the cyclic GC and never collects (it exits);
+    a cycle that did the same would keep each run's cyclic garbage forever, so every cycle ends
+    by unfreezing and collecting."""
+
     def run_once() -> serve.Outcome:
         try:
             result, targets, _ = _evaluate(args, err)
@@ -483,19 +509,13 @@ def _serve(argv: list[str], out: TextIO, err: TextIO, prog: str) -> ExitCode:
             return serve.Outcome((), (), ok=False, error=exc.message)
         except Exception as exc:  # noqa: BLE001 (one bad cycle must not end the exporter)
             return serve.Outcome((), (), ok=False, error=f"internal error: {exc!r}")
+        finally:
+            gc.unfreeze()
+            gc.collect()
         failed = [t.name for t in targets if t.error is not None]
         return serve.Outcome(result.applications, failed, ok=True)
 
-    def ready(address: tuple[str, int]) -> None:
-        err.write(f"gitdrift serve: listening on http://{address[0]}:{address[1]}/metrics\n")
-        err.flush()
-
-    exporter = serve.Exporter(run_once, err)
-    try:
-        serve.serve(exporter, listen, own.interval, cycles=own.cycles, ready=ready)
-    except OSError as exc:
-        raise UsageError(f"--listen {own.listen}: cannot listen: {exc.strerror}") from None
-    return ExitCode.OK
+    return run_once
 
 
 # --------------------------------------------------------------------------- live

@@ -112,6 +112,21 @@ def build_parser(prog: str = "kubectl gitdrift") -> Parser:
         help="render again instead of reading renders cached on disk "
         "($KUBECTL_GITDRIFT_CACHE_DIR, else $XDG_CACHE_HOME/kubectl-gitdrift)",
     )
+    src.add_argument(
+        "--allow-plugins",
+        action="store_true",
+        help="render config management plugin sources by running the plugins' own init/generate "
+        "commands (from argocd-cmp-cm) on this machine",
+    )
+    src.add_argument(
+        "--cmp",
+        metavar="FILE",
+        action="append",
+        type=Path,
+        default=[],
+        help="a ConfigManagementPlugin definition (a sidecar's plugin.yaml) to render plugin "
+        "sources with; its commands run on this machine (repeatable)",
+    )
     live = parser.add_argument_group("cluster side")
     offline_or_dry_run = live.add_mutually_exclusive_group()
     offline_or_dry_run.add_argument(

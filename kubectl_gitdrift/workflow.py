@@ -43,6 +43,7 @@ from kubectl_gitdrift.errors import (
     UsageError,
 )
 from kubectl_gitdrift.sources import cache as source_cache
+from kubectl_gitdrift.sources import config as source_config
 from kubectl_gitdrift.sources import fetch as source_fetch
 from kubectl_gitdrift.sources import git as source_git
 from kubectl_gitdrift.sources import locate as source_locate
@@ -150,16 +151,34 @@ def in_shard(bodies: Sequence[model.Body], args: argparse.Namespace) -> list[mod
     return [bodies[i] for i in shard.select(names, part)]
 
 
+def render_configmaps(state: snapshot.ClusterState) -> list[model.Body]:
+    """argocd-cm and argocd-cmp-cm (config management plugins) from a snapshot, for rendering."""
+    found = [m.body for m in state.objects if _is_cmp_configmap(m.body)]
+    return [*([state.argocd_cm] if state.argocd_cm is not None else []), *found]
+
+
+def _is_cmp_configmap(body: model.Body) -> bool:
+    metadata = body.get("metadata") or {}
+    return body.get("kind") == "ConfigMap" and metadata.get("name") == source_config.CMP_CONFIGMAP
+
+
 def prepare(
     bodies: Sequence[model.Body],
     settings: model.Settings,
     args: argparse.Namespace,
     workdir: Path,
     progress: Progress,
+    configmaps: Sequence[model.Body] = (),
 ) -> list[Target]:
     """Parse and render every Application (concurrently, bounded), from the clones given with
     --repo-root or else from repoURL fetched into the cache; skip the ones whose repoURL is not
-    the clone at a plain --repo-root DIR (with --all)."""
+    the clone at a plain --repo-root DIR (with --all). `configmaps` are argocd-cm and
+    argocd-cmp-cm, when read (kustomize build options and versions, plugin definitions)."""
+    render_config = source_config.of(
+        configmaps,
+        cmp_files=getattr(args, "cmp", None) or (),
+        allow_plugins=getattr(args, "allow_plugins", False),
+    )
     targets = []
     for body in bodies:
         md = body.get("metadata") or {}
@@ -213,6 +232,7 @@ def prepare(
                 cache=cache,
                 cached_only=cached_only,
                 repos=repos,
+                config=render_config,
             )
         except source_cache.CacheMiss:
             return False
@@ -465,7 +485,7 @@ def gather_live(
         settings = application.parse_settings(
             next((d for d in argocd_docs if application.is_argocd_cm(d)), None)
         )
-        targets = prepare(bodies, settings, args, workdir, progress)
+        targets = prepare(bodies, settings, args, workdir, progress, configmaps=argocd_docs)
         if not args.all and targets and targets[0].error is not None:
             raise targets[0].error
         wants, namespaces = _wants(targets, kc.discovery)
@@ -633,6 +653,10 @@ def _live_argocd(
         extra.append(
             cluster.Query(cm_kind, controller_ns, field_selector="metadata.name=argocd-cm")
         )
+        if getattr(args, "allow_plugins", False):  # plugin definitions are read only to run them
+            extra.append(
+                cluster.Query(cm_kind, controller_ns, field_selector="metadata.name=argocd-cmp-cm")
+            )
     if project_kind is not None:
         extra.append(cluster.Query(project_kind, controller_ns))
     results = kc.fetch([*queries, *extra])
@@ -674,7 +698,11 @@ def _live_argocd(
                 (model.ObjectKey(res.query.kind.group, res.query.kind.kind, controller_ns, ""),
                  res.error)
             )  # fmt: skip
-            if res.query.kind.kind == "ConfigMap":
+            if res.query.kind.kind == "ConfigMap" and "argocd-cmp-cm" in str(
+                res.query.field_selector
+            ):
+                notes.append("argocd-cmp-cm could not be read: only --cmp plugins are known")
+            elif res.query.kind.kind == "ConfigMap":
                 notes.append("argocd-cm could not be read: Argo CD's default settings are assumed")
             continue
         argocd_docs.extend(res.items)

@@ -1,0 +1,1 @@
+{ retention: '15d', scrapeInterval: '30s' }

@@ -1,0 +1,2 @@
+// Excluded by directory.exclude: 'test/*'; rendering it would fail.
+error 'test fixture, never rendered'
