@@ -25,8 +25,10 @@ from typing import Any
 
 import pyte
 import pytest
+import yaml
 
 from kubectl_gitdrift import color, markdown, model, parser, report, writers
+from tests.apiserver import ServerFactory, kube_apiserver  # noqa: F401 - the fixture
 from tests.conftest import ROOT
 
 CLI = Path(sys.executable).with_name("kubectl-gitdrift")
@@ -247,6 +249,36 @@ def test_no_progress_when_told(
     run = run_cli([*_one(fleet12), *flags], tmp_path, cache=cache, env=env)
     assert run.code == 1
     assert run.stderr == b""
+
+
+@pytest.mark.cluster
+def test_live_and_snapshot_show_their_phases(
+    fleet12: Path,
+    tmp_path: Path,
+    cache: Path,
+    kube_apiserver: ServerFactory,  # noqa: F811
+) -> None:
+    """Live: connecting, rendering, listing and comparing, each on the one line; `snapshot`
+    too. All erased, and a live run prints the table an offline run prints."""
+    items = yaml.safe_load((fleet12 / "snapshot.yaml").read_text())["items"]
+    server = kube_apiserver(items)
+    live = ["--kubeconfig", str(server.kubeconfig_path), "--repo-root", str(fleet12 / "repo")]
+    run = run_cli(["--all", *live, "--no-entry-points"], tmp_path, cache=cache)
+    assert run.code == 1, run.stderr
+    frames = [f.split()[1] for f in run.stderr.split(b"\r") if f.startswith(b"gitdrift: ")]
+    phases = list(dict.fromkeys(frames))
+    assert phases == [b"connected", b"rendering", b"listing", b"indexing", b"comparing"]
+    assert not any(run.screen(run.stderr))
+    offline = run_cli(_all(fleet12), tmp_path, cache=cache)
+    assert run.stdout == offline.stdout
+
+    snap = run_cli(["snapshot", "--all", "-o", "export.json", *live], tmp_path, cache=cache)
+    assert snap.code == 0, snap.stderr
+    screen = [line for line in run.screen(snap.stderr) if line]
+    assert screen[-1].startswith("wrote export.json: 12 Application(s), ")
+    # the notes written while the line was up sit above it, whole
+    assert all(line.startswith("note: ") for line in screen[:-1]), screen
+    assert b"gitdrift: listing " in snap.stderr
 
 
 # --------------------------------------------------------------------------- colour
