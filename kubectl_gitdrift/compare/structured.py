@@ -154,6 +154,7 @@ def evaluate(
 ) -> model.Drift:
     """Normalize both sides as `diff` does, predict, default (built-in kinds), compare in order."""
     key = desired.key
+    t, _ = ctx.types.root(key.group, _version(desired.body, live.body), key.kind)
     pair = diff._prepare(desired.body, live.body, key, ctx.base)
     rules = normalize.matching_rules(ctx.base.ignore_rules, key)
     defaults_fn = diff._defaults_for(pair) if defaults else None
@@ -167,11 +168,11 @@ def evaluate(
             config = normalize.apply_ignores(normalize.deepcopy(config), active, managed)
             current = normalize.apply_ignores(normalize.deepcopy(current), active, managed)
         predicted, current = predict(config, current)
-        found = ordered_changes(predicted, current, pair.node)
+        found = ordered_changes(predicted, current, pair.node, t)
         if defaults_fn is None or not found:
             return predicted, current, found
         predicted_d, current_d = defaults_fn(predicted), defaults_fn(current)
-        found_d = ordered_changes(predicted_d, current_d, pair.node)
+        found_d = ordered_changes(predicted_d, current_d, pair.node, t)
         return predicted_d, current_d, diff._caused_by(found_d, found)
 
     predicted, current, found = run(rules)
@@ -220,10 +221,20 @@ def without_last_applied(body: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def ordered_changes(
-    predicted: Mapping[str, Any], live: Mapping[str, Any], node: Node | None
+    predicted: Mapping[str, Any],
+    live: Mapping[str, Any],
+    node: Node | None,
+    t: smd.Type | None = None,
 ) -> list[model.Change]:
     """`diff.diff_bodies`, plus keyed lists whose items are the same but in another order:
-    Argo CD compares the two objects as JSON, so order counts (reported as the list itself)."""
+    Argo CD compares the two objects as JSON, so order counts (reported as the list itself).
+    Kinds without a built-in schema (custom resources) are walked by their merge type, so the
+    items of a `list-type: map` list are named by all their keys."""
+    if node is None and t is not None:
+        typed: list[model.Change] = []
+        _typed_changes((), predicted, live, t, typed)
+        typed.sort(key=lambda c: model.display_path(c.path))
+        return typed
     found = diff.diff_bodies(predicted, live, node, strategic=True)
     moved: list[model.Change] = []
     _moved((), predicted, live, node, moved)
@@ -266,6 +277,54 @@ def _moved(
         if other is not None:
             list_key = model.ListKey(((merge_key, item[merge_key]),))
             _moved((*path, list_key), item, other, item_node, out)
+
+
+def _typed_changes(
+    path: model.FieldPath, predicted: Any, live: Any, t: smd.Type, out: list[model.Change]
+) -> None:
+    if predicted == live:
+        return
+    if isinstance(predicted, Mapping) and isinstance(live, Mapping) and not t.atomic:
+        for key, value in live.items():
+            if key not in predicted:
+                out.append(model.Change(model.Op.REMOVE, (*path, key), None, diff.plain(value)))
+        for key, value in predicted.items():
+            if key not in live:
+                out.append(model.Change(model.Op.ADD, (*path, key), diff.plain(value), None))
+            else:
+                _typed_changes((*path, key), value, live[key], t.field(key), out)
+        return
+    p_items, l_items = _keyed(predicted, t), _keyed(live, t)
+    if p_items is None or l_items is None:
+        out.append(model.Change(model.Op.CHANGE, path, diff.plain(predicted), diff.plain(live)))
+        return
+    if p_items.keys() == l_items.keys() and list(p_items) != list(l_items):
+        # the same items, moved: the list differs as a whole
+        out.append(model.Change(model.Op.CHANGE, path, diff.plain(predicted), diff.plain(live)))
+    item_type = t.items()
+    for list_key, item in l_items.items():
+        if list_key not in p_items:
+            out.append(model.Change(model.Op.REMOVE, (*path, list_key), None, diff.plain(item)))
+    for list_key, item in p_items.items():
+        if list_key not in l_items:
+            out.append(model.Change(model.Op.ADD, (*path, list_key), diff.plain(item), None))
+        else:
+            _typed_changes((*path, list_key), item, l_items[list_key], item_type, out)
+
+
+def _keyed(value: Any, t: smd.Type) -> dict[model.ListKey, Any] | None:
+    """The items of a `list-type: map` list by their keys; None for anything else."""
+    if not isinstance(value, list) or t.kind != "list" or t.atomic or not t.keys:
+        return None
+    out: dict[model.ListKey, Any] = {}
+    for item in value:
+        if not isinstance(item, Mapping) or not all(k in item for k in t.keys):
+            return None
+        list_key = model.ListKey(tuple((k, item[k]) for k in t.keys))
+        if list_key in out:
+            return None
+        out[list_key] = item
+    return out
 
 
 def _unknown(desired: model.Manifest, live: model.Manifest, why: str) -> model.Drift:
