@@ -43,6 +43,7 @@ from kubectl_gitdrift.errors import (
     UsageError,
 )
 from kubectl_gitdrift.sources import cache as source_cache
+from kubectl_gitdrift.sources import charts as source_charts
 from kubectl_gitdrift.sources import config as source_config
 from kubectl_gitdrift.sources import fetch as source_fetch
 from kubectl_gitdrift.sources import git as source_git
@@ -152,8 +153,13 @@ def in_shard(bodies: Sequence[model.Body], args: argparse.Namespace) -> list[mod
 
 
 def render_configmaps(state: snapshot.ClusterState) -> list[model.Body]:
-    """argocd-cm and argocd-cmp-cm (config management plugins) from a snapshot, for rendering."""
-    found = [m.body for m in state.objects if _is_cmp_configmap(m.body)]
+    """argocd-cm and argocd-cmp-cm (config management plugins) from a snapshot, for rendering,
+    and the AppProjects (their sourceRepos govern chart repositories)."""
+    found = [
+        m.body
+        for m in state.objects
+        if _is_cmp_configmap(m.body) or (m.key.group, m.key.kind) == ("argoproj.io", "AppProject")
+    ]
     return [*([state.argocd_cm] if state.argocd_cm is not None else []), *found]
 
 
@@ -173,7 +179,8 @@ def prepare(
     """Parse and render every Application (concurrently, bounded), from the clones given with
     --repo-root or else from repoURL fetched into the cache; skip the ones whose repoURL is not
     the clone at a plain --repo-root DIR (with --all). `configmaps` are argocd-cm and
-    argocd-cmp-cm, when read (kustomize build options and versions, plugin definitions)."""
+    argocd-cmp-cm, when read (kustomize build options and versions, plugin definitions),
+    and the AppProjects (sourceRepos)."""
     render_config = source_config.of(
         configmaps,
         cmp_files=getattr(args, "cmp", None) or (),
@@ -233,6 +240,13 @@ def prepare(
                 cached_only=cached_only,
                 repos=repos,
                 config=render_config,
+                # the AppProject's sourceRepos govern chart and dependency repositories
+                policy=source_charts.policy_for(
+                    target.app.project,
+                    configmaps,
+                    (settings.controller_namespace, target.app.namespace),
+                ),
+                offline=getattr(args, "offline", False),
             )
         except source_cache.CacheMiss:
             return False

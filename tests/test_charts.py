@@ -1,0 +1,635 @@
+"""Charts from Helm repositories and OCI registries, and chart dependencies, against real
+servers on loopback (tests/registry.py): python's http.server serving `helm repo index` output,
+and Debian's docker-registry over plain HTTP, over HTTPS with a throwaway CA, and behind
+htpasswd. The real helm pulls, resolves and builds; nothing is mocked."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import yaml
+
+from kubectl_gitdrift.errors import SourceError
+from kubectl_gitdrift.sources import charts, helm
+from tests import registry
+from tests.conftest import TESTDATA
+
+CHARTS = TESTDATA / "scenario-charts"
+USERS = {"alice": "wonderland"}
+
+
+# ----------------------------------------------------------------------------- servers
+
+
+@pytest.fixture(scope="module")
+def helm_repo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[registry.HelmRepo]:
+    repo = registry.serve_helm_repo(CHARTS, tmp_path_factory.mktemp("helm-repo"))
+    yield repo
+    repo.stop()
+
+
+@pytest.fixture(scope="module")
+def private_repo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[registry.HelmRepo]:
+    repo = registry.serve_helm_repo(
+        CHARTS, tmp_path_factory.mktemp("private-repo"), auth="alice:wonderland"
+    )
+    yield repo
+    repo.stop()
+
+
+@pytest.fixture(scope="module")
+def oci_http(tmp_path_factory: pytest.TempPathFactory) -> Iterator[registry.Registry]:
+    reg = registry.serve_oci(CHARTS, tmp_path_factory.mktemp("oci-http"))
+    yield reg
+    reg.stop()
+
+
+@pytest.fixture(scope="module")
+def oci_tls(tmp_path_factory: pytest.TempPathFactory) -> Iterator[registry.Registry]:
+    reg = registry.serve_oci(CHARTS, tmp_path_factory.mktemp("oci-tls"), tls=True)
+    yield reg
+    reg.stop()
+
+
+@pytest.fixture(scope="module")
+def oci_auth(tmp_path_factory: pytest.TempPathFactory) -> Iterator[registry.Registry]:
+    reg = registry.serve_oci(CHARTS, tmp_path_factory.mktemp("oci-auth"), tls=True, users=USERS)
+    yield reg
+    reg.stop()
+
+
+@pytest.fixture(autouse=True)
+def helm_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The user's helm config (credentials) is a test's own, empty unless it writes one."""
+    home = tmp_path / "helm-config"
+    monkeypatch.setenv("HELM_CONFIG_HOME", str(home))
+    monkeypatch.setenv("DOCKER_CONFIG", str(tmp_path / "docker"))  # helm's fallback
+    for name in ("HELM_REGISTRY_CONFIG", "HELM_REPOSITORY_CONFIG", charts.INSECURE_ENV):
+        monkeypatch.delenv(name, raising=False)
+    return home
+
+
+def _charts(tmp_path: Path) -> charts.Charts:
+    binary = helm.helm_binary()
+    assert binary is not None
+    return charts.Charts(tmp_path / "cache", tmp_path / "work", binary)
+
+
+def _trust(reg: registry.Registry, monkeypatch: pytest.MonkeyPatch) -> None:
+    assert reg.ca is not None
+    monkeypatch.setenv("SSL_CERT_FILE", str(reg.ca.ca_file))
+
+
+def _login(reg: registry.Registry, home: Path, password: str) -> None:
+    """`helm registry login` into the test's own helm config, as a user would."""
+    env = registry.helm_env(home.parent / "login-home")
+    env["HELM_REGISTRY_CONFIG"] = str(home / "registry" / "config.json")
+    if reg.ca is not None:
+        env["SSL_CERT_FILE"] = str(reg.ca.ca_file)
+    if password == USERS["alice"]:
+        reg.login(env, "alice", password)
+    else:  # a wrong password cannot log in: write what a stale login leaves behind
+        path = home / "registry" / "config.json"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        token = __import__("base64").b64encode(f"alice:{password}".encode()).decode()
+        path.write_text(json.dumps({"auths": {reg.host: {"auth": token}}}))
+
+
+def _no_half_written(cache: Path) -> None:
+    """Every cache entry is complete: no temporary directory, each chart with its metadata."""
+    root = cache / "charts"
+    if not root.is_dir():
+        return
+    entries = sorted(root.iterdir())
+    assert not [e.name for e in entries if e.name.startswith(".tmp-")]
+    for entry in entries:
+        assert (entry / "meta.json").is_file() or (entry / "charts").is_dir(), entry
+
+
+# ----------------------------------------------------------------------------- classify
+
+
+@pytest.mark.parametrize(
+    ("repo_url", "chart", "kind", "ref"),
+    [
+        ("https://charts.example.com/stable", "web", "repo", "https://charts.example.com/stable"),
+        ("http://127.0.0.1:8080/", "web", "repo", "http://127.0.0.1:8080"),
+        ("ghcr.io/org/charts", "web", "oci", "oci://ghcr.io/org/charts/web"),
+        (
+            "registry-1.docker.io/bitnamicharts",
+            "nginx",
+            "oci",
+            "oci://registry-1.docker.io/bitnamicharts/nginx",
+        ),
+        ("oci://ghcr.io/org/charts", "web", "oci", "oci://ghcr.io/org/charts/web"),
+        ("oci://ghcr.io/org/charts/web", "", "oci", "oci://ghcr.io/org/charts/web"),
+    ],
+)
+def test_chart_sources_are_classified_as_argo_cd_does(
+    repo_url: str, chart: str, kind: str, ref: str
+) -> None:
+    found = charts.classify(repo_url, chart)
+    assert found is not None
+    assert (found.kind, found.ref) == (kind, ref)
+
+
+def test_git_sources_are_not_charts() -> None:
+    assert charts.classify("https://github.com/org/repo.git", "") is None
+    assert charts.classify("git@github.com:org/repo.git", "") is None
+    with pytest.raises(SourceError, match="is a git URL"):
+        charts.classify("git@github.com:org/repo.git", "web")
+
+
+@pytest.mark.parametrize(
+    ("text", "exact"),
+    [
+        ("1.2.3", True),
+        ("v1.2.3", True),
+        ("1.2", True),
+        ("1.2.3-rc.1+build.5", True),
+        ("1.2.*", False),
+        (">=1.0 <2", False),
+        ("^1.2", False),
+        ("~1.2.0", False),
+        ("", False),
+        ("latest", False),
+    ],
+)
+def test_versions_and_constraints_as_masterminds_semver(text: str, exact: bool) -> None:
+    assert charts.is_version(text) is exact
+
+
+@pytest.mark.parametrize(
+    ("repos", "url", "permitted"),
+    [
+        (["*"], "https://charts.example.com", True),
+        (["https://charts.example.com"], "https://charts.example.com", True),
+        (["https://charts.example.com/*"], "https://charts.example.com/a/b", False),
+        (["https://charts.example.com/**"], "https://charts.example.com/a/b", True),
+        (["https://github.com/org/*"], "https://charts.example.com", False),
+        (["*", "!https://charts.example.com"], "https://charts.example.com", False),
+        (["*", "!https://charts.example.com"], "https://other.example.com", True),
+        (["HTTPS://Charts.Example.com"], "https://charts.example.com", True),
+        (["localhost:5000/*"], "localhost:5000/myrepo", True),
+        ([], "https://charts.example.com", False),
+    ],
+)
+def test_source_repos_match_as_app_project_is_source_permitted(
+    repos: list[str], url: str, permitted: bool
+) -> None:
+    assert charts.RepoPolicy("team", tuple(repos)).permits(url) is permitted
+
+
+# ----------------------------------------------------------------------------- Helm repository
+
+
+@pytest.mark.parametrize(
+    ("asked", "pulled"),
+    [
+        ("1.2.*", "1.2.3"),
+        (">=1.0 <2", "1.2.3"),
+        ("^2", "2.0.0"),
+        ("~1.2.0", "1.2.3"),
+        ("1.2.0", "1.2.0"),
+    ],
+)
+def test_helm_repository_versions_and_ranges(
+    helm_repo: registry.HelmRepo, tmp_path: Path, asked: str, pulled: str
+) -> None:
+    source = charts.classify(helm_repo.url, "web")
+    assert source is not None
+    got = _charts(tmp_path).pull(source, asked)
+    assert got.version == pulled
+    meta = yaml.safe_load((got.directory / "Chart.yaml").read_text())
+    assert (meta["name"], meta["version"]) == ("web", pulled)
+    assert got.digest.startswith("sha256:")
+
+
+def test_pulled_versions_are_reused_without_the_network(tmp_path: Path) -> None:
+    repo = registry.serve_helm_repo(CHARTS, tmp_path / "repo")
+    source = charts.classify(repo.url, "web")
+    assert source is not None
+    first = _charts(tmp_path).pull(source, "1.2.*")
+    repo.stop()  # nothing answers any more
+    again = _charts(tmp_path).pull(source, "1.2.3")
+    assert again == first
+    with pytest.raises(SourceError, match="connection refused"):
+        _charts(tmp_path).pull(source, "1.2.*")  # a range asks the repository every time
+    _no_half_written(tmp_path / "cache")
+
+
+def test_helm_repository_credentials_come_from_the_users_repositories_yaml(
+    private_repo: registry.HelmRepo, tmp_path: Path, helm_config: Path
+) -> None:
+    source = charts.classify(private_repo.url, "cache")
+    assert source is not None
+    with pytest.raises(SourceError, match=r"helm chart cache 0\.3\.1 from http.*: 401"):
+        _charts(tmp_path).pull(source, "0.3.1")
+    helm_config.mkdir(parents=True)
+    (helm_config / "repositories.yaml").write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "",
+                "repositories": [
+                    {
+                        "name": "private",
+                        "url": private_repo.url + "/",
+                        "username": "alice",
+                        "password": "wonderland",
+                    }
+                ],
+            }
+        )
+    )
+    assert _charts(tmp_path).pull(source, "0.3.1").version == "0.3.1"
+    _no_half_written(tmp_path / "cache")
+
+
+@pytest.mark.parametrize(
+    ("chart", "version", "cause"),
+    [
+        ("web", "9.9.9", "version not found: the repository index has no web-9.9.9"),
+        ("nope", "1.0.0", "chart not found: the repository index has no chart nope"),
+    ],
+)
+def test_missing_chart_or_version_is_one_line(
+    helm_repo: registry.HelmRepo, tmp_path: Path, chart: str, version: str, cause: str
+) -> None:
+    source = charts.classify(helm_repo.url, chart)
+    assert source is not None
+    with pytest.raises(SourceError) as info:
+        _charts(tmp_path).pull(source, version)
+    message = info.value.message
+    assert message == f"helm chart {chart} {version} from {helm_repo.url}: {cause}"
+    _no_half_written(tmp_path / "cache")
+
+
+def test_unreachable_repository_is_one_line(tmp_path: Path) -> None:
+    source = charts.classify("http://127.0.0.1:9/charts", "web")
+    assert source is not None
+    with pytest.raises(SourceError) as info:
+        _charts(tmp_path).pull(source, "1.2.3")
+    assert info.value.message.startswith("helm chart web 1.2.3 from http://127.0.0.1:9/charts: ")
+    assert "connection refused" in info.value.message
+    assert "\n" not in info.value.message
+    _no_half_written(tmp_path / "cache")
+
+
+def test_empty_target_revision_is_an_error(helm_repo: registry.HelmRepo, tmp_path: Path) -> None:
+    source = charts.classify(helm_repo.url, "web")
+    assert source is not None
+    with pytest.raises(SourceError, match="targetRevision is empty"):
+        _charts(tmp_path).pull(source, "")
+
+
+# ----------------------------------------------------------------------------- OCI
+
+
+def test_oci_over_https_trusts_ssl_cert_file(
+    oci_tls: registry.Registry, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    source = charts.classify(f"{oci_tls.host}/charts", "web")  # no scheme: OCI
+    assert source is not None
+    with pytest.raises(SourceError, match="x509") as info:
+        _charts(tmp_path).pull(source, "1.2.3")
+    assert "SSL_CERT_FILE" in (info.value.hint or "")
+    _trust(oci_tls, monkeypatch)
+    assert _charts(tmp_path).pull(source, ">=1.0 <2").version == "1.2.3"
+    assert _charts(tmp_path).pull(source, "2.0.0").version == "2.0.0"
+    artifact = charts.classify(f"oci://{oci_tls.host}/charts/cache", "")
+    assert artifact is not None
+    assert _charts(tmp_path).pull(artifact, "0.3.1").version == "0.3.1"
+    _no_half_written(tmp_path / "cache")
+
+
+def test_plain_http_only_for_registries_marked_insecure(
+    oci_http: registry.Registry, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    source = charts.classify(f"{oci_http.host}/charts", "cache")
+    assert source is not None
+    with pytest.raises(SourceError, match="HTTP response to HTTPS client") as info:
+        _charts(tmp_path).pull(source, "0.3.1")
+    assert charts.INSECURE_ENV in (info.value.hint or "")
+    monkeypatch.setenv(charts.INSECURE_ENV, f"other.example:5000, {oci_http.host}")
+    assert _charts(tmp_path).pull(source, "0.3.1").version == "0.3.1"
+
+
+@pytest.mark.parametrize("password", [None, "not-the-password"])
+def test_registry_401_is_one_line_naming_the_source(
+    oci_auth: registry.Registry,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    helm_config: Path,
+    password: str | None,
+) -> None:
+    _trust(oci_auth, monkeypatch)
+    if password is not None:
+        _login(oci_auth, helm_config, password)
+    source = charts.classify(f"{oci_auth.host}/charts", "web")
+    assert source is not None
+    with pytest.raises(SourceError) as info:
+        _charts(tmp_path).pull(source, "1.2.3")
+    message = info.value.message
+    assert message.startswith(f"helm chart web 1.2.3 from {oci_auth.host}/charts: 401 Unauthorized")
+    assert "\n" not in message
+    assert "helm registry login" in (info.value.hint or "")
+    _no_half_written(tmp_path / "cache")
+
+
+def test_registry_credentials_come_from_the_users_registry_config(
+    oci_auth: registry.Registry,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    helm_config: Path,
+) -> None:
+    _trust(oci_auth, monkeypatch)
+    _login(oci_auth, helm_config, USERS["alice"])
+    source = charts.classify(f"{oci_auth.host}/charts", "web")
+    assert source is not None
+    assert _charts(tmp_path).pull(source, "1.2.*").version == "1.2.3"
+
+
+def test_oci_version_not_found(
+    oci_tls: registry.Registry, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _trust(oci_tls, monkeypatch)
+    source = charts.classify(f"{oci_tls.host}/charts", "web")
+    assert source is not None
+    with pytest.raises(SourceError) as info:
+        _charts(tmp_path).pull(source, "9.9.9")
+    assert info.value.message == (
+        f"helm chart web 9.9.9 from {oci_tls.host}/charts: version not found: the registry has "
+        f"no {oci_tls.host}/charts/web:9.9.9"
+    )
+
+
+# ----------------------------------------------------------------------------- dependencies
+
+
+def _wrapper_chart(tree: Path, deps: list[dict[str, str]]) -> Path:
+    chart = tree / "charts" / "shop"
+    (chart / "templates").mkdir(parents=True)
+    (chart / "Chart.yaml").write_text(
+        yaml.safe_dump(
+            {"apiVersion": "v2", "name": "shop", "version": "0.1.0", "dependencies": deps}
+        )
+    )
+    (chart / "values.yaml").write_text("web:\n  replicaCount: 4\n")
+    (chart / "templates" / "cm.yaml").write_text(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: shop\ndata: {}\n"
+    )
+    return chart
+
+
+def _build(tmp_path: Path, chart: Path, policy: charts.RepoPolicy | None = None) -> list[str]:
+    built = _charts(tmp_path).build_dependencies(
+        chart,
+        chart.parents[1],
+        "charts/shop",
+        policy=policy,
+        pass_credentials=False,
+        revision="0" * 40,
+    )
+    return sorted(p.name for p in (built / "charts").iterdir())
+
+
+def test_dependencies_from_a_helm_repository_and_an_oci_registry(
+    helm_repo: registry.HelmRepo,
+    oci_tls: registry.Registry,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    _trust(oci_tls, monkeypatch)
+    chart = _wrapper_chart(
+        tmp_path / "tree",
+        [
+            {"name": "web", "version": "~1.2.0", "repository": helm_repo.url},
+            {"name": "cache", "version": "0.3.1", "repository": f"oci://{oci_tls.host}/charts"},
+        ],
+    )
+    assert _build(tmp_path, chart) == ["cache-0.3.1.tgz", "web-1.2.3.tgz"]
+    assert not (chart / "charts").exists()  # the exported tree is never written
+    # built once: the same dependency files need no server
+    monkeypatch.setenv("SSL_CERT_FILE", os.devnull)
+    assert _build(tmp_path, chart) == ["cache-0.3.1.tgz", "web-1.2.3.tgz"]
+    _no_half_written(tmp_path / "cache")
+
+
+def test_file_dependencies_beside_remote_ones(helm_repo: registry.HelmRepo, tmp_path: Path) -> None:
+    tree = tmp_path / "tree"
+    common = tree / "charts" / "common"
+    (common / "templates").mkdir(parents=True)
+    (common / "Chart.yaml").write_text("apiVersion: v2\nname: common\nversion: 0.0.1\n")
+    chart = _wrapper_chart(
+        tree,
+        [
+            {"name": "common", "version": "0.0.1", "repository": "file://../common"},
+            {"name": "web", "version": "1.2.3", "repository": helm_repo.url},
+        ],
+    )
+    assert _build(tmp_path, chart) == ["common-0.0.1.tgz", "web-1.2.3.tgz"]
+
+
+def test_working_tree_dependencies_are_not_cached(
+    helm_repo: registry.HelmRepo, tmp_path: Path
+) -> None:
+    chart = _wrapper_chart(
+        tmp_path / "tree", [{"name": "web", "version": "1.2.3", "repository": helm_repo.url}]
+    )
+    built = _charts(tmp_path).build_dependencies(
+        chart, chart.parents[1], "charts/shop", policy=None, pass_credentials=False, revision=None
+    )
+    assert sorted(p.name for p in (built / "charts").iterdir()) == ["web-1.2.3.tgz"]
+    assert not (tmp_path / "cache" / "charts").exists() or not [
+        p for p in (tmp_path / "cache" / "charts").iterdir() if not p.name.startswith(".tmp-")
+    ]
+
+
+def test_concurrent_pulls_share_one_entry(helm_repo: registry.HelmRepo, tmp_path: Path) -> None:
+    import concurrent.futures
+
+    source = charts.classify(helm_repo.url, "web")
+    assert source is not None
+    with concurrent.futures.ThreadPoolExecutor(4) as pool:
+        pulled = list(pool.map(lambda _: _charts(tmp_path).pull(source, "2.0.0"), range(4)))
+    assert len({p.directory for p in pulled}) == 1
+    _no_half_written(tmp_path / "cache")
+    assert len(list((tmp_path / "cache" / "charts").iterdir())) == 1
+
+
+def test_dependency_repository_by_alias(
+    helm_repo: registry.HelmRepo, tmp_path: Path, helm_config: Path
+) -> None:
+    helm_config.mkdir(parents=True)
+    (helm_config / "repositories.yaml").write_text(
+        yaml.safe_dump({"repositories": [{"name": "team", "url": helm_repo.url}]})
+    )
+    chart = _wrapper_chart(
+        tmp_path / "tree",
+        [
+            {"name": "web", "version": "1.2.0", "repository": "@team"},
+            {"name": "cache", "version": "0.3.1", "repository": "alias:team"},
+        ],
+    )
+    assert _build(tmp_path, chart) == ["cache-0.3.1.tgz", "web-1.2.0.tgz"]
+
+
+def test_unknown_alias_is_an_error(tmp_path: Path) -> None:
+    chart = _wrapper_chart(
+        tmp_path / "tree", [{"name": "web", "version": "1.2.0", "repository": "@nowhere"}]
+    )
+    with pytest.raises(SourceError, match=r"@nowhere names a repository that is not in your helm"):
+        _build(tmp_path, chart)
+
+
+def test_dependency_repos_the_project_does_not_permit(
+    private_repo: registry.HelmRepo,
+    oci_auth: registry.Registry,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    helm_config: Path,
+) -> None:
+    """Argo CD gives the repo-server only the credentials of repositories the project permits;
+    a build that then fails names them (its e2e TestHelmDependenciesPermissionDenied)."""
+    _trust(oci_auth, monkeypatch)
+    _login(oci_auth, helm_config, USERS["alice"])
+    (helm_config / "repositories.yaml").write_text(
+        yaml.safe_dump(
+            {
+                "repositories": [
+                    {
+                        "name": "p",
+                        "url": private_repo.url,
+                        "username": "alice",
+                        "password": "wonderland",
+                    }
+                ]
+            }
+        )
+    )
+    oci = f"oci://{oci_auth.host}/charts"
+    chart = _wrapper_chart(
+        tmp_path / "tree",
+        [
+            {"name": "web", "version": "1.2.3", "repository": private_repo.url},
+            {"name": "cache", "version": "0.3.1", "repository": oci},
+        ],
+    )
+    permitted = charts.RepoPolicy("team", (private_repo.url, f"{oci_auth.host}/charts"))
+    assert _build(tmp_path / "a", chart, permitted) == ["cache-0.3.1.tgz", "web-1.2.3.tgz"]
+    only_git = charts.RepoPolicy("team", ("https://github.com/org/*",))
+    with pytest.raises(SourceError) as info:
+        _build(tmp_path / "b", chart, only_git)
+    assert info.value.message == (
+        "source path charts/shop: helm dependency build: helm repos "
+        f"{private_repo.url}, {oci_auth.host}/charts are not permitted in project 'team'"
+    )
+    _no_half_written(tmp_path / "b" / "cache")
+
+
+def test_public_dependency_repos_render_even_if_not_permitted(
+    helm_repo: registry.HelmRepo, tmp_path: Path
+) -> None:
+    """As in Argo CD: without credentials the download still works, so nothing fails."""
+    chart = _wrapper_chart(
+        tmp_path / "tree", [{"name": "web", "version": "1.2.3", "repository": helm_repo.url}]
+    )
+    only_git = charts.RepoPolicy("team", ("https://github.com/org/*",))
+    assert _build(tmp_path, chart, only_git) == ["web-1.2.3.tgz"]
+
+
+# ----------------------------------------------------------------------------- through the CLI
+
+
+def _snapshot(path: Path, source: dict[str, object], project: list[str] | None = None) -> Path:
+    items: list[dict[str, object]] = [
+        {
+            "apiVersion": "argoproj.io/v1alpha1",
+            "kind": "Application",
+            "metadata": {"name": "web", "namespace": "argocd"},
+            "spec": {
+                "project": "team" if project is not None else "default",
+                "destination": {"server": "https://kubernetes.default.svc", "namespace": "web"},
+                "source": source,
+            },
+            "status": {"sync": {"status": "Synced"}},
+        }
+    ]
+    if project is not None:
+        items.append(
+            {
+                "apiVersion": "argoproj.io/v1alpha1",
+                "kind": "AppProject",
+                "metadata": {"name": "team", "namespace": "argocd"},
+                "spec": {"sourceRepos": project},
+            }
+        )
+    path.write_text(yaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": items}))
+    return path
+
+
+def _cli_error(run_cli, snapshot: Path, *extra: str) -> str:  # type: ignore[no-untyped-def]
+    result = run_cli(["web", "--snapshot", str(snapshot), "--no-entry-points", *extra])
+    assert result.exit_code == 3, result.stdout + result.stderr
+    assert result.stdout == ""
+    first = result.stderr.splitlines()[0]
+    return first
+
+
+def test_cli_chart_version_that_does_not_exist(
+    run_cli, helm_repo: registry.HelmRepo, tmp_path: Path
+) -> None:  # type: ignore[no-untyped-def]
+    snap = _snapshot(
+        tmp_path / "s.yaml", {"repoURL": helm_repo.url, "chart": "web", "targetRevision": "7.0.0"}
+    )
+    assert _cli_error(run_cli, snap) == (
+        f"error: helm chart web 7.0.0 from {helm_repo.url}: version not found: the repository "
+        "index has no web-7.0.0"
+    )
+
+
+def test_cli_registry_401(
+    run_cli, oci_auth: registry.Registry, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:  # type: ignore[no-untyped-def]
+    _trust(oci_auth, monkeypatch)
+    snap = _snapshot(
+        tmp_path / "s.yaml",
+        {"repoURL": f"{oci_auth.host}/charts", "chart": "web", "targetRevision": "1.2.3"},
+    )
+    assert _cli_error(run_cli, snap).startswith(
+        f"error: helm chart web 1.2.3 from {oci_auth.host}/charts: 401 Unauthorized"
+    )
+
+
+def test_cli_chart_repo_the_project_does_not_permit(
+    run_cli, helm_repo: registry.HelmRepo, tmp_path: Path
+) -> None:  # type: ignore[no-untyped-def]
+    snap = _snapshot(
+        tmp_path / "s.yaml",
+        {"repoURL": helm_repo.url, "chart": "web", "targetRevision": "1.2.3"},
+        project=["https://github.com/org/*"],
+    )
+    assert _cli_error(run_cli, snap) == (
+        f"error: application repo {helm_repo.url} is not permitted in project 'team'"
+    )
+
+
+def test_cli_offline_uses_only_the_cache(
+    run_cli, helm_repo: registry.HelmRepo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setenv("KUBECTL_GITDRIFT_CACHE_DIR", str(tmp_path / "cache"))
+    snap = _snapshot(
+        tmp_path / "s.yaml", {"repoURL": helm_repo.url, "chart": "web", "targetRevision": "1.2.0"}
+    )
+    assert _cli_error(run_cli, snap, "--offline") == (
+        f"error: helm chart web 1.2.0 from {helm_repo.url}: --offline, and the cache does not "
+        "hold it"
+    )
+    online = run_cli(["web", "--snapshot", str(snap), "--no-entry-points"])
+    assert online.exit_code == 1, online.stderr  # rendered: the objects are missing live
+    offline = run_cli(["web", "--snapshot", str(snap), "--no-entry-points", "--offline"])
+    assert (offline.exit_code, offline.stdout) == (1, online.stdout)
