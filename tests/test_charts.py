@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -633,3 +634,43 @@ def test_cli_offline_uses_only_the_cache(
     assert online.exit_code == 1, online.stderr  # rendered: the objects are missing live
     offline = run_cli(["web", "--snapshot", str(snap), "--no-entry-points", "--offline"])
     assert (offline.exit_code, offline.stdout) == (1, online.stdout)
+
+
+def test_cli_dependency_repo_the_project_does_not_permit(
+    run_cli,
+    private_repo: registry.HelmRepo,
+    tmp_path: Path,
+    helm_config: Path,
+) -> None:  # type: ignore[no-untyped-def]
+    helm_config.mkdir(parents=True)
+    (helm_config / "repositories.yaml").write_text(
+        yaml.safe_dump(
+            {
+                "repositories": [
+                    {
+                        "name": "p",
+                        "url": private_repo.url,
+                        "username": "alice",
+                        "password": "wonderland",
+                    }
+                ]
+            }
+        )
+    )
+    repo = tmp_path / "repo"
+    _wrapper_chart(repo, [{"name": "web", "version": "1.2.3", "repository": private_repo.url}])
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@example.com", "-C", str(repo)]
+    for args in (["init", "-q", "-b", "main"], ["add", "-A"], ["commit", "-q", "-m", "shop"]):
+        subprocess.run([*git, *args], check=True, capture_output=True)
+    url = "https://git.example.com/org/shop.git"
+    source = {"repoURL": url, "path": "charts/shop", "targetRevision": "main"}
+    permitted = run_cli(
+        ["web", "--snapshot", str(_snapshot(tmp_path / "a.yaml", source, [url, private_repo.url])),
+         "--repo-root", str(repo), "--no-entry-points"]
+    )  # fmt: skip
+    assert permitted.exit_code == 1, permitted.stderr  # rendered; nothing is live
+    denied = _snapshot(tmp_path / "b.yaml", source, [url])
+    assert _cli_error(run_cli, denied, "--repo-root", str(repo), "--no-cache") == (
+        "error: source path charts/shop: helm dependency build: helm repos "
+        f"{private_repo.url} are not permitted in project 'team'"
+    )
