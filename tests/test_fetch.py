@@ -350,6 +350,24 @@ def test_parse_repo_root_forms() -> None:
         fetch.parse_repo_root("https://github.com/org/repo=")
 
 
+def test_mirror_key_keeps_the_path_case_and_messages_hide_passwords() -> None:
+    same = {
+        fetch.mirror_key(u)
+        for u in (
+            "https://github.com/Org/Repo.git",
+            "git@github.com:Org/Repo",
+            "ssh://git@GitHub.com/Org/Repo/",
+            "https://user:token@github.com/Org/Repo.git",
+        )
+    }
+    (key,) = same
+    assert key.startswith("repo-")
+    assert fetch.mirror_key("https://github.com/org/repo") != key  # case-sensitive hosts
+    assert fetch.redact("fatal: https://user:s3cret@host/r.git: 401") == (
+        "fatal: https://user:***@host/r.git: 401"
+    )
+
+
 def test_repo_root_url_mapping_wins_over_fetching(
     daemon: GitDaemon, cache: Path, clone: Path, tmp_path: Path, run_cli: Callable[..., Result]
 ) -> None:
@@ -405,6 +423,9 @@ def test_multi_source_app_fetches_each_repository_and_ref_source(
         assert mapped.exit_code == ExitCode.DRIFT, mapped.stderr
         assert json.loads(mapped.stdout) == json.loads(result.stdout)
         assert daemon.requests() == before, daemon.log.read_text()
+        # a plain --repo-root that is a clone of neither repository: said, not ignored
+        plain = run_cli(offline(snap, "--repo-root", str(other)))
+        one_line_error(plain, f"--repo-root {other}", "clone of none", extra_url)
 
 
 def _multi_source_snapshot(tmp_path: Path, main_url: str, extra_url: str, extra: str) -> Path:

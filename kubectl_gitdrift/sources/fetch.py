@@ -60,6 +60,7 @@ DEFAULT_FETCH_TIMEOUT = 300.0
 _FULL_SHA = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 _SHORT_SHA = re.compile(r"[0-9a-f]{7,63}")
 _SCP_URL = re.compile(r"^(?:[\w.-]+@)?[\w.-]+:(?!//)")
+_USERINFO = re.compile(r"(://[^/@:\s]+):[^/@\s]*@")
 _HEAD = "refs/gitdrift/HEAD"
 """The server's HEAD as last fetched (a symbolic ref to its branch)."""
 _REFUSED = re.compile(r"not our ref|unadvertised object|want .* not valid", re.IGNORECASE)
@@ -123,9 +124,11 @@ def fetch_timeout() -> float:
 
 
 def mirror_key(url: str) -> str:
-    """The mirror's directory name for `url`: readable, and unique per normalized URL."""
-    norm = _normalize_url(url)
-    slug = re.sub(r"[^a-z0-9._-]+", "-", norm.rsplit("/", 1)[-1]).strip(".-")[:40] or "repo"
+    """The mirror's directory name for `url`: readable, and one per repository however its URL
+    is written (scheme, user, `.git`, scp form), with the path's case kept (two repositories
+    differing only in case must not share branches)."""
+    norm = _key_url(url)
+    slug = re.sub(r"[^a-z0-9._-]+", "-", norm.rsplit("/", 1)[-1].lower()).strip(".-")[:40] or "repo"
     return f"{slug}-{hashlib.sha256(norm.encode()).hexdigest()[:16]}"
 
 
@@ -158,15 +161,27 @@ class Repos:
 
     def clone_for(self, source: AppSource, app_urls: Sequence[str]) -> Path | None:
         """The local clone that serves `source`: its `URL=DIR` mapping, else the plain
-        `--repo-root DIR` when the app renders from one repository or DIR is a clone of it."""
+        `--repo-root DIR` when the app renders from one repository or DIR is a clone of it (a
+        DIR that is a clone of none of a multi-repository app's repositories is an error)."""
         norm = _normalize_url(source.repo_url)
         if norm in self.mapped:
             return self.mapped[norm]
         if self.default is None:
             return None
-        if len({_normalize_url(u) for u in app_urls}) < 2:
+        urls = {_normalize_url(u) for u in app_urls}
+        if len(urls) < 2:
             return self.default
-        return self.default if norm in _remotes(self.default) else None
+        remotes = _remotes(self.default)
+        if norm in remotes:
+            return self.default
+        if not urls & remotes:
+            raise SourceError(
+                f"--repo-root {self.default} is a clone of none of the repositories this "
+                f"Application renders from ({', '.join(sorted(set(app_urls)))})",
+                hint="map each to its clone with --repo-root URL=DIR, or leave --repo-root out "
+                "to fetch them",
+            )
+        return None  # another repository of the app: fetched
 
     def checkout(
         self,
@@ -189,7 +204,7 @@ class Repos:
             )
         if not source.repo_url:
             raise SourceError(f"application {app.qualified_name}: a source has no repoURL")
-        key = (_normalize_url(source.repo_url), revision, False)
+        key = (_key_url(source.repo_url), revision, False)
         with self._lock:
             mirror = self._mirrors.setdefault(
                 key[0],
@@ -234,6 +249,7 @@ class Mirror:
     def __init__(self, directory: Path, url: str, *, offline: bool, timeout: float) -> None:
         self.directory = directory
         self.url = url
+        self.shown = redact(url)  # for messages: no password
         self.offline = offline
         self.timeout = timeout
         key = mirror_key(url)
@@ -246,7 +262,9 @@ class Mirror:
         `cached_only` raises CacheMiss rather than go to the network."""
         rev = revision.strip() or "HEAD"
         if rev.startswith("-") or any(c in rev for c in "\0\n\r\t "):
-            raise SourceError(f"{app}: revision {rev!r} of {self.url} is not a valid git revision")
+            raise SourceError(
+                f"{app}: revision {rev!r} of {self.shown} is not a valid git revision"
+            )
         if self.path.is_dir():  # a full commit id the mirror holds: no lock, no network
             full = rev.lower() if _FULL_SHA.fullmatch(rev.lower()) else None
             if full and self._has_commit(self.path, full) and not self._missing(self.path, full):
@@ -269,9 +287,9 @@ class Mirror:
         if self.offline:
             where = f"the cache ({self.path})" if existing else "the cache"
             raise SourceError(
-                f"{app}: --offline: source {self.url} at revision {rev} is not in {where}",
+                f"{app}: --offline: source {self.shown} at revision {rev} is not in {where}",
                 hint="run once without --offline to fetch it, or give a clone: "
-                f"--repo-root {self.url}=DIR",
+                f"--repo-root {self.shown}=DIR",
             )
         target = self.path if existing else self._new_mirror()
         try:
@@ -295,7 +313,7 @@ class Mirror:
                 )
                 if self._missing(target, sha):
                     raise SourceError(
-                        f"{app}: fetching {self.url} at {rev}: the server did not send every "
+                        f"{app}: fetching {self.shown} at {rev}: the server did not send every "
                         "file of the commit"
                     )
             if not existing:
@@ -326,7 +344,7 @@ class Mirror:
                 self._fetch_refs(repo, app, *_ALL_REFS)  # no unadvertised commits: every ref
             if not self._has_commit(repo, low):
                 raise SourceError(
-                    f"{app}: revision {rev} not found in {self.url}",
+                    f"{app}: revision {rev} not found in {self.shown}",
                     hint="is the commit pushed? (a commit id that no branch or tag reaches "
                     "cannot be fetched from most servers)",
                 )
@@ -346,7 +364,7 @@ class Mirror:
             if rev == "HEAD" and "HEAD" in symrefs:
                 _git(repo, "symbolic-ref", _HEAD, symrefs["HEAD"], timeout=self.timeout)
             if not self._has_commit(repo, sha):
-                raise SourceError(f"{app}: fetching {self.url} at {rev} gave no commit {sha}")
+                raise SourceError(f"{app}: fetching {self.shown} at {rev} gave no commit {sha}")
             return sha
         if _SHORT_SHA.fullmatch(low):  # a commit id prefix, as Argo CD allows
             self._fetch_refs(repo, app, *_ALL_REFS)
@@ -354,7 +372,7 @@ class Mirror:
             if found is not None:
                 return found
         raise SourceError(
-            f"{app}: revision {rev} not found in {self.url}: unable to resolve {rev!r} to a "
+            f"{app}: revision {rev} not found in {self.shown}: unable to resolve {rev!r} to a "
             "commit SHA",
             hint="check the source's targetRevision (a branch, a tag, HEAD or a commit id), or "
             "pick another with --revision",
@@ -396,13 +414,13 @@ class Mirror:
             proc = _run(repo, cmd, timeout=self.timeout, stdin=stdin, network=True)
         except _TimedOut as exc:
             raise SourceError(
-                f"{app}: cannot fetch {self.url}: {exc.message}", hint=exc.hint
+                f"{app}: cannot fetch {self.shown}: {exc.message}", hint=exc.hint
             ) from None
         if proc.returncode != 0:
             raise _GitFailed(
-                f"{app}: cannot fetch {self.url}: {_last_line(proc.stderr)}",
+                f"{app}: cannot fetch {self.shown}: {_last_line(proc.stderr)}",
                 hint="gitdrift runs git as you: check that `git ls-remote "
-                f"{self.url}` works here (credentials, SSH agent, network)",
+                f"{self.shown}` works here (credentials, SSH agent, network)",
                 stderr=proc.stderr.decode("utf-8", "replace"),
             )
         return proc
@@ -472,6 +490,25 @@ def _match_ref(rev: str, refs: Mapping[str, str], symrefs: Mapping[str, str]) ->
         if name in refs and not name.endswith("^{}"):
             return name
     return None
+
+
+def _key_url(url: str) -> str:
+    """`_normalize_url` without lower-casing the path: `host/org/Repo`."""
+    lowered = _normalize_url(url)
+    host, _, _path = lowered.partition("/")
+    text = url.strip()
+    scp = _SCP_URL.match(text)
+    if scp and "://" not in text:
+        text = text[scp.end() :]
+    else:
+        text = re.sub(r"^[A-Za-z+]+://[^/]*", "", text)
+    path = text.strip("/").removesuffix("/").removesuffix(".git").removesuffix("/")
+    return f"{host}/{path}" if path.lower() == _path else lowered
+
+
+def redact(text: str) -> str:
+    """`text` with the password of any `scheme://user:password@` URL in it masked."""
+    return _USERINFO.sub(r"\1:***@", text)
 
 
 def _remotes(clone: Path) -> set[str]:
@@ -591,4 +628,4 @@ def _private(directory: Path) -> None:
 
 def _last_line(stderr: bytes) -> str:
     lines = [ln.strip() for ln in stderr.decode("utf-8", "replace").splitlines() if ln.strip()]
-    return lines[-1] if lines else "no error output"
+    return redact(lines[-1]) if lines else "no error output"
