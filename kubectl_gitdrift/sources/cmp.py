@@ -115,8 +115,9 @@ def from_file(path: Path) -> list[Plugin]:
     except OSError as exc:
         raise UsageError(f"--cmp {path}: {exc.strerror}") from None
     plugins = [
-        _plugin(doc, str(path), trusted=True)
+        _plugin(doc, f"--cmp {path}", trusted=True)
         for doc in yamlio.load_documents(data, f"--cmp {path}", error=UsageError)
+        if doc.get("kind") == KIND
     ]
     if not plugins:
         raise UsageError(f"--cmp {path}: no {KIND} in the file")
@@ -360,6 +361,7 @@ def _run(
         what=what,
         limit=OUTPUT_LIMIT,
         hint=f"raise {TIMEOUT_ENV} if the plugin needs longer",
+        budget=kustomize_timeout(),
     )
     if proc.returncode != 0:
         raise SourceError(

@@ -59,9 +59,12 @@ def evaluate(
             tla_codes=tla_codes,
             import_callback=importer,
         )
-    except RuntimeError as exc:
+    except (RuntimeError, UnicodeDecodeError) as exc:
+        # the bindings garble long messages raised by an import callback: the importer keeps
+        # its own account of what it refused
+        detail = importer.problem or _first_line(str(exc), tree)
         raise SourceError(
-            f"{rel}: jsonnet: {_first_line(str(exc), tree)}",
+            f"{rel}: jsonnet: {detail}",
             hint="check the file with `jsonnet` (the Application's extVars, tlas and libs apply)",
         ) from None
     return _objects(text, rel)
@@ -75,6 +78,7 @@ class _Importer:
     confined to the repository tree."""
 
     def __init__(self, tree: Path, jpaths: Sequence[Path]) -> None:
+        self.problem = ""  # why the last import failed, in full
         self.tree = tree.absolute()
         self.real_tree = tree.resolve()
         self.jpaths = list(jpaths)
@@ -91,11 +95,13 @@ class _Importer:
             if not (
                 path.is_relative_to(self.tree) and path.resolve().is_relative_to(self.real_tree)
             ):
-                raise RuntimeError(f"import {rel!r} resolves outside the repository")
+                self.problem = f"import {rel!r} resolves outside the repository"
+                raise RuntimeError("import refused")
             return str(path), path.read_bytes()
-        raise RuntimeError(
+        self.problem = (
             f"couldn't open import {rel!r}: no match locally or in the Jsonnet library paths"
         )
+        raise RuntimeError("import not found")
 
 
 def _variables(

@@ -49,11 +49,13 @@ def run_bounded(
     what: str,
     limit: int,
     hint: str | None = None,
+    budget: float | None = None,
 ) -> subprocess.CompletedProcess[bytes]:
     """`run_tool` for commands gitdrift did not write (config management plugins): the command
     runs in its own process group, which is killed as a whole on time-out (TERM, then KILL, as
     Argo CD's cmp-server does) and once the command exits (nothing it started outlives it);
-    stdout past `limit` bytes is an error; only the tail of stderr is kept."""
+    stdout past `limit` bytes is an error; only the tail of stderr is kept. `budget` is the
+    time limit to name in the message when `timeout` is what is left of it."""
     try:
         proc = subprocess.Popen(
             list(cmd),
@@ -105,7 +107,7 @@ def run_bounded(
         if stream is not None:
             stream.close()
     if timed_out:
-        raise SourceError(f"{what} timed out after {timeout:g}s", hint=hint)
+        raise SourceError(f"{what} timed out after {budget or timeout:g}s", hint=hint)
     if over.is_set():
         raise SourceError(f"{what}: wrote more than {limit} bytes of output", hint=hint)
     return subprocess.CompletedProcess(list(cmd), proc.returncode, bytes(out), bytes(err))

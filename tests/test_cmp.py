@@ -1,0 +1,413 @@
+"""Config management plugins (sources/cmp.py): the plugin's own commands run on a copy of the
+repository, with the environment Argo CD's repo-server gives its sidecar. Real processes (sh,
+kubectl kustomize), no mocks; bad plugins are one-line errors naming the plugin, exit 3."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from kubectl_gitdrift.errors import ExitCode, SourceError, UsageError
+from kubectl_gitdrift.model import Application, AppSource, SyncPolicy
+from kubectl_gitdrift.sources import cmp
+from kubectl_gitdrift.sources import config as render_config
+from kubectl_gitdrift.sources.kustomize import TIMEOUT_ENV
+from kubectl_gitdrift.sources.render import render
+from tests.conftest import Result
+
+BUILD_ENV = {"ARGOCD_APP_NAME": "payments", "ARGOCD_APP_NAMESPACE": "payments"}
+CONFIGMAP = (
+    "printf 'apiVersion: v1\\nkind: ConfigMap\\nmetadata:\\n  name: %s\\ndata:\\n  v: \"%s\"\\n' "
+)
+
+
+def plugin_doc(
+    name: str = "envsubst",
+    *,
+    version: str = "",
+    generate: str = CONFIGMAP + "rendered ok",
+    init: str = "",
+    discover: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    spec: dict[str, Any] = {"generate": {"command": ["sh", "-c"], "args": [generate]}}
+    if version:
+        spec["version"] = version
+    if init:
+        spec["init"] = {"command": ["sh", "-c", init]}
+    if discover is not None:
+        spec["discover"] = discover
+    return {
+        "apiVersion": "argoproj.io/v1alpha1",
+        "kind": "ConfigManagementPlugin",
+        "metadata": {"name": name},
+        "spec": spec,
+    }
+
+
+def cmp_configmap(*docs: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": "argocd-cmp-cm", "namespace": "argocd"},
+        "data": {f"plugin-{i}.yaml": yaml.safe_dump(d) for i, d in enumerate(docs)},
+    }
+
+
+def plugins(*docs: dict[str, Any]) -> list[cmp.Plugin]:
+    return cmp.from_configmap(cmp_configmap(*docs))
+
+
+def write(root: Path, rel: str, text: str = "") -> Path:
+    path = root / rel
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def generate(
+    plugin: cmp.Plugin, tree: Path, options: dict[str, Any] | None = None, *, allow: bool = True
+) -> list[Any]:
+    return cmp.generate(
+        plugin,
+        tree=tree,
+        app_path="app",
+        options=options or {},
+        build_env=BUILD_ENV,
+        workdir=tree.parent / "work",
+        allow=allow,
+    )
+
+
+# --------------------------------------------------------------------------- environment
+
+
+def test_parameters_environment_as_argo_cd() -> None:
+    env = cmp.parameter_env(
+        [
+            {"name": "replicas", "string": "3"},
+            {"name": "helm-values", "map": {"image.tag": "v1", "a": "<&>"}},
+            {"name": "regions", "array": ["eu", "us"]},
+            {"name": "empty-array", "array": []},
+        ]
+    )
+    # Go's json.Marshal: field order name, string, map, array; map keys sorted; HTML escaped
+    assert env["ARGOCD_APP_PARAMETERS"] == (
+        '[{"name":"replicas","string":"3"},'
+        '{"name":"helm-values","map":{"a":"\\u003c\\u0026\\u003e","image.tag":"v1"}},'
+        '{"name":"regions","array":["eu","us"]},{"name":"empty-array","array":[]}]'
+    )
+    assert json.loads(env["ARGOCD_APP_PARAMETERS"])[1]["map"]["a"] == "<&>"
+    assert {k: v for k, v in env.items() if k.startswith("PARAM_")} == {
+        "PARAM_REPLICAS": "3",
+        "PARAM_HELM_VALUES_IMAGE_TAG": "v1",
+        "PARAM_HELM_VALUES_A": "<&>",
+        "PARAM_REGIONS_0": "eu",
+        "PARAM_REGIONS_1": "us",
+    }
+
+
+def test_plugin_env_substitutes_the_build_env() -> None:
+    env = cmp.plugin_env(
+        {"env": [{"name": "CLUSTER", "value": "prod-$ARGOCD_APP_NAME"}, {"name": "X"}]},
+        BUILD_ENV,
+        kube_version="1.31.0",
+        api_versions=["v1", "apps/v1"],
+    )
+    assert env["ARGOCD_ENV_CLUSTER"] == "prod-payments"
+    assert env["ARGOCD_ENV_X"] == ""
+    assert env["KUBE_VERSION"] == "1.31.0"
+    assert env["KUBE_API_VERSIONS"] == "v1,apps/v1"
+    assert env["ARGOCD_APP_PARAMETERS"] == "[]"
+    assert env["ARGOCD_APP_NAME"] == "payments"
+
+
+# --------------------------------------------------------------------------- definitions
+
+
+def test_definitions_are_validated(tmp_path: Path) -> None:
+    bad = plugin_doc()
+    del bad["spec"]["generate"]
+    with pytest.raises(SourceError, match=r"envsubst: spec.generate command should be non-empty"):
+        plugins(bad)
+    nameless = plugin_doc()
+    nameless["metadata"] = {}
+    with pytest.raises(SourceError, match=r"metadata.name should be non-empty"):
+        plugins(nameless)
+    assert plugins() == []  # a ConfigMap with no plugin in it
+    file = write(tmp_path, "plugin.yaml", yaml.safe_dump(plugin_doc(version="v2")))
+    (plugin,) = cmp.from_file(file)
+    assert plugin.trusted
+    assert plugin.full_name == "envsubst-v2"
+    with pytest.raises(UsageError, match=r"--cmp .*missing.yaml: No such file"):
+        cmp.from_file(tmp_path / "missing.yaml")
+    write(tmp_path, "empty.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n")
+    with pytest.raises(UsageError, match=r"no ConfigManagementPlugin in the file"):
+        cmp.from_file(tmp_path / "empty.yaml")
+
+
+# --------------------------------------------------------------------------- selection
+
+
+def test_select_by_name_and_discovery(tmp_path: Path) -> None:
+    app = tmp_path / "app"
+    write(app, "kustomization.yaml")
+    write(app, "deep/dir/values.sops.yaml")
+    known = plugins(
+        plugin_doc("by-file", discover={"fileName": "kustomization.y*ml"}),
+        plugin_doc("a-by-glob", discover={"find": {"glob": "**/*.sops.yaml"}}),
+        plugin_doc("no-discovery", version="v1"),
+    )
+    assert cmp.select(known, {"name": "no-discovery-v1"}, app, {}, True, "app").name == (
+        "no-discovery"
+    )
+    # without a name: the plugins with discovery rules, in socket-name order
+    assert cmp.select(known, {}, app, {}, True, "app").name == "a-by-glob"
+    assert cmp.discover(known[:1], app, {}, False) is not None  # fileName: no command runs
+    with pytest.raises(SourceError, match=r"plugin no-discovery is not defined \(known: "):
+        cmp.select(known, {"name": "no-discovery"}, app, {}, True, "app")
+    (tmp_path / "app/kustomization.yaml").unlink()
+    with pytest.raises(SourceError, match=r"plugin by-file does not support this source"):
+        cmp.select(known, {"name": "by-file"}, app, {}, True, "app")
+    (tmp_path / "app/deep/dir/values.sops.yaml").unlink()
+    with pytest.raises(SourceError, match=r"no config management plugin supports this source"):
+        cmp.select(known, {}, app, {}, True, "app")
+    with pytest.raises(SourceError, match=r"no plugin definition is known") as err:
+        cmp.select([], {"name": "x"}, app, {}, True, "app")
+    assert "--cmp FILE" in (err.value.hint or "")
+
+
+def test_discovery_by_command_runs_only_when_allowed(tmp_path: Path) -> None:
+    app = tmp_path / "app"
+    write(app, "Chart.yaml", "name: x\n")
+    (found,) = plugins(
+        plugin_doc("finder", discover={"find": {"command": ["sh", "-c", "ls Chart.yaml"]}})
+    )
+    assert cmp.discover([found], app, {}, True) is found
+    with pytest.raises(SourceError, match=r"finder .* discovers sources by running `sh -c"):
+        cmp.discover([found], app, {}, False)
+    (quiet,) = plugins(plugin_doc("quiet", discover={"find": {"command": ["true"]}}))
+    assert cmp.discover([quiet], app, {}, True) is None  # no output: no match
+    (failing,) = plugins(
+        plugin_doc("failing", discover={"find": {"command": ["sh", "-c", "echo nope >&2; exit 4"]}})
+    )
+    with pytest.raises(
+        SourceError, match=r"failing: discover.find.command .* failed \(exit 4\): nope"
+    ):
+        cmp.discover([failing], app, {}, True)
+
+
+# --------------------------------------------------------------------------- running
+
+
+def test_generate_runs_init_then_generate_on_a_copy(tmp_path: Path) -> None:
+    tree = tmp_path / "repo"
+    write(tree, "app/input.txt", "from-git")
+    (plugin,) = plugins(
+        plugin_doc(
+            init="echo from-init > init.txt",
+            generate=CONFIGMAP + 'rendered "$ARGOCD_ENV_CLUSTER-$PARAM_REPLICAS-'
+            '$(cat init.txt)-$(cat input.txt)-$(basename $PWD)"',
+        )
+    )
+    options = {
+        "env": [{"name": "CLUSTER", "value": "prod-$ARGOCD_APP_NAME"}],
+        "parameters": [{"name": "replicas", "string": "3"}],
+    }
+    (manifest,) = generate(plugin, tree, options)
+    assert manifest.body["metadata"]["name"] == "rendered"
+    assert manifest.body["data"] == {"v": "prod-payments-3-from-init-from-git-app"}
+    assert not (tree / "app/init.txt").exists(), "the plugin wrote into the tree"
+    assert list((tmp_path / "work").iterdir()) == [], "the scratch copy is left behind"
+
+
+def test_a_plugin_from_cluster_state_is_not_run_unless_allowed(tmp_path: Path) -> None:
+    tree = tmp_path / "repo"
+    marker = tmp_path / "ran"
+    write(tree, "app/x.txt")
+    (plugin,) = plugins(plugin_doc(generate=f"touch {marker}"))
+    with pytest.raises(SourceError) as err:
+        generate(plugin, tree, allow=False)
+    assert "config management plugin envsubst (from argocd-cmp-cm (argocd) plugin-0.yaml)" in (
+        err.value.message
+    )
+    assert "not allowed" in err.value.message
+    assert "--allow-plugins" in (err.value.hint or "")
+    assert not marker.exists()
+
+
+def test_a_failing_plugin_is_one_line_naming_it(tmp_path: Path) -> None:
+    tree = tmp_path / "repo"
+    write(tree, "app/x.txt")
+    (plugin,) = plugins(
+        plugin_doc(
+            version="v1", generate="echo working >&2; echo 'Error: secret not found' >&2; exit 3"
+        )
+    )
+    with pytest.raises(SourceError) as err:
+        generate(plugin, tree)
+    assert err.value.message == (
+        "source path app: config management plugin envsubst-v1 generate `sh -c 'echo working >&2; "
+        "echo '\"'\"'Error: secret not found'\"'\"' >&2; exit 3'` failed (exit 3): Error: secret "
+        "not found"
+    )
+    (init_fails,) = plugins(plugin_doc(init="exit 9"))
+    with pytest.raises(
+        SourceError,
+        match=r"plugin envsubst init `sh -c 'exit 9'` failed \(exit 9\): no error output",
+    ):
+        generate(init_fails, tree)
+    (garbage,) = plugins(plugin_doc(generate="echo '- just a list'"))
+    with pytest.raises(SourceError, match=r"^config management plugin envsubst output: document 1"):
+        generate(garbage, tree)
+
+
+def test_a_hanging_plugin_times_out_and_its_processes_go(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    tree = tmp_path / "repo"
+    write(tree, "app/x.txt")
+    pidfile = tmp_path / "pid"
+    monkeypatch.setenv(TIMEOUT_ENV, "1")
+    (plugin,) = plugins(plugin_doc(generate=f"sleep 300 & echo $! > {pidfile}; wait"))
+    with pytest.raises(SourceError, match=r"plugin envsubst generate timed out after 1s") as err:
+        generate(plugin, tree)
+    assert TIMEOUT_ENV in (err.value.hint or "")
+    pid = int(pidfile.read_text())
+    # the sleep was in the plugin's process group: it is gone (or a zombie about to be reaped)
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().split()[2]
+    except FileNotFoundError:
+        state = "gone"
+    assert state in ("gone", "Z"), state
+
+
+def test_output_past_the_limit_is_an_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tree = tmp_path / "repo"
+    write(tree, "app/x.txt")
+    monkeypatch.setattr(cmp, "OUTPUT_LIMIT", 4096)
+    (plugin,) = plugins(plugin_doc(generate="yes 'apiVersion: v1'"))
+    with pytest.raises(SourceError, match=r"generate: wrote more than 4096 bytes of output"):
+        generate(plugin, tree)
+
+
+# --------------------------------------------------------------------------- through render
+
+
+def make_app(options: dict[str, Any] | None = None) -> Application:
+    return Application(
+        name="payments",
+        namespace="argocd",
+        project="default",
+        sources=(
+            AppSource(
+                repo_url="https://git.example.com/payments.git",
+                path="app",
+                kind="plugin" if options is not None else "",
+                options=options or {},
+            ),
+        ),
+        dest_server="https://kubernetes.default.svc",
+        dest_name="",
+        dest_namespace="payments",
+        sync_policy=SyncPolicy(),
+        ignore_rules=(),
+        sync_status="OutOfSync",
+        revisions=(),
+        history=(),
+        operation=None,
+    )
+
+
+def git_repo(tmp_path: Path, files: dict[str, str]) -> Path:
+    repo = tmp_path / "repo"
+    for rel, text in files.items():
+        write(repo, rel, text)
+    env = {
+        **os.environ,
+        "GIT_AUTHOR_NAME": "A",
+        "GIT_AUTHOR_EMAIL": "a@example.com",
+        "GIT_COMMITTER_NAME": "A",
+        "GIT_COMMITTER_EMAIL": "a@example.com",
+        "GIT_CONFIG_GLOBAL": os.devnull,
+        "GIT_CONFIG_NOSYSTEM": "1",
+    }
+    for args in (["init", "-q", "-b", "main"], ["add", "-A"], ["commit", "-q", "-m", "x"]):
+        subprocess.run(["git", "-C", str(repo), *args], env=env, check=True, capture_output=True)
+    return repo
+
+
+def test_an_untyped_source_is_claimed_by_discovery_first(tmp_path: Path) -> None:
+    # a kustomization and a plugin that discovers it: Argo CD asks the plugins first
+    kustomization = "resources: [cm.yaml]\n"
+    cm = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: from-kustomize}\n"
+    repo = git_repo(tmp_path, {"app/kustomization.yaml": kustomization, "app/cm.yaml": cm})
+    doc = plugin_doc("wrapper", discover={"fileName": "kustomization.yaml"})
+    config = render_config.of([cmp_configmap(doc)], allow_plugins=True)
+    rendered = render(make_app(), repo, workdir=tmp_path / "w", config=config)
+    assert [m.key.name for m in rendered.manifests] == ["rendered"]
+    assert rendered.sources[0].kind == "plugin"
+    # without plugin definitions it is a kustomization
+    plain = render(make_app(), repo, workdir=tmp_path / "w2")
+    assert [m.key.name for m in plain.manifests] == ["from-kustomize"]
+    # discovery by fileName never runs a command: without --allow-plugins the match is an error
+    config = render_config.of([cmp_configmap(doc)])
+    with pytest.raises(SourceError, match=r"plugin wrapper .* not allowed"):
+        render(make_app(), repo, workdir=tmp_path / "w3", config=config)
+
+
+def test_cli_plugin_from_snapshot_needs_allow_plugins(
+    tmp_path: Path, run_cli: Callable[..., Result]
+) -> None:
+    repo = git_repo(tmp_path, {"app/x.txt": "x"})
+    app = {
+        "apiVersion": "argoproj.io/v1alpha1",
+        "kind": "Application",
+        "metadata": {"name": "payments", "namespace": "argocd"},
+        "spec": {
+            "project": "default",
+            "destination": {"namespace": "payments", "server": "https://kubernetes.default.svc"},
+            "source": {
+                "repoURL": "https://git.example.com/payments.git",
+                "path": "app",
+                "targetRevision": "HEAD",
+                "plugin": {"name": "envsubst"},
+            },
+        },
+    }
+    marker = tmp_path / "ran"
+    doc = plugin_doc(generate=f"touch {marker}; " + CONFIGMAP + "x")
+    snapshot = tmp_path / "snapshot.yaml"
+    items = [app, cmp_configmap(doc)]
+    snapshot.write_text(yaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": items}))
+    base = ["payments", "--snapshot", str(snapshot), "--repo-root", str(repo), "--no-entry-points"]
+    refused = run_cli(base)
+    assert refused.exit_code == ExitCode.ERROR
+    lines = refused.stderr.splitlines()
+    assert lines[0].startswith("error: source path app: config management plugin envsubst"), lines
+    assert "not allowed" in lines[0]
+    assert "--allow-plugins" in lines[1]
+    assert not marker.exists()
+    allowed = run_cli([*base, "--allow-plugins", "-o", "json"])
+    assert allowed.exit_code == ExitCode.DRIFT, allowed.stderr
+    assert marker.exists()
+    # a plugin named on the command line is allowed by that
+    marker.unlink()
+    plugin_file = write(tmp_path, "plugin.yaml", yaml.safe_dump(doc))
+    snapshot.write_text(yaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": [app]}))
+    named = run_cli([*base, "--cmp", str(plugin_file), "-o", "json"])
+    assert named.exit_code == ExitCode.DRIFT, named.stderr
+    assert marker.exists()
+    failing = write(tmp_path, "failing.yaml", yaml.safe_dump(plugin_doc(generate="exit 7")))
+    result = run_cli([*base, "--cmp", str(failing)])
+    assert result.exit_code == ExitCode.ERROR
+    assert result.stderr.startswith(
+        "error: source path app: config management plugin envsubst generate `sh -c 'exit 7'` "
+        "failed (exit 7): no error output\n"
+    ), result.stderr
