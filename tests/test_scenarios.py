@@ -21,7 +21,8 @@ import yaml
 
 from kubectl_gitdrift.sources import git, helm
 from tests import registry
-from tests.conftest import ROOT, TESTDATA
+from tests.conftest import ROOT, TESTDATA, load_make_repo
+from tests.gitdaemon import GitDaemon
 
 SCENARIOS = sorted(p for p in (TESTDATA / "scenarios").iterdir() if p.is_dir())
 
@@ -51,9 +52,19 @@ def _serve_oci(src: Path, work: Path) -> Served:
     )
 
 
+def _serve_git(src: Path, work: Path) -> Served:
+    """A real `git daemon` serving the repository built from `src` (make_repo layout) as the
+    Application's repoURL, `${GIT_REPO_URL}`; run with `repo_root: false` to have it fetched."""
+    built = work / "built"
+    load_make_repo().build_repo(src, built)
+    daemon = GitDaemon(work / "served").start()
+    return Served({"${GIT_REPO_URL}": daemon.serve(built, "repo.git")}, stop=daemon.stop)
+
+
 SERVERS: dict[str, Callable[[Path, Path], Served]] = {
     "helm": _serve_helm,
     "oci": _serve_oci,
+    "git": _serve_git,
 }
 """Server kinds a scenario can `serve:`; a kind is (source dir, work dir) -> Served. Add a kind
 here (one function, one entry) to serve something else, e.g. a git repository."""
