@@ -158,6 +158,7 @@ class Repos:
         self._done: dict[tuple[str, str, bool], Checkout] = {}
         self._mirrors: dict[str, Mirror] = {}
         self._pending: dict[tuple[str, str, bool], threading.Lock] = {}
+        self._remotes: set[str] | None = None  # of the plain --repo-root clone, read once
 
     def clone_for(self, source: AppSource, app_urls: Sequence[str]) -> Path | None:
         """The local clone that serves `source`: its `URL=DIR` mapping, else the plain
@@ -171,7 +172,10 @@ class Repos:
         urls = {_normalize_url(u) for u in app_urls}
         if len(urls) < 2:
             return self.default
-        remotes = _remotes(self.default)
+        with self._lock:
+            if self._remotes is None:
+                self._remotes = _remotes(self.default)
+            remotes = self._remotes
         if norm in remotes:
             return self.default
         if not urls & remotes:
@@ -199,8 +203,8 @@ class Repos:
         if self.local:
             raise UsageError(
                 f"--local renders a working tree, and {app.qualified_name}'s source "
-                f"{source.repo_url} has no clone given",
-                hint=f"add --repo-root {source.repo_url}=DIR",
+                f"{redact(source.repo_url)} has no clone given",
+                hint=f"add --repo-root {redact(source.repo_url)}=DIR",
             )
         if not source.repo_url:
             raise SourceError(f"application {app.qualified_name}: a source has no repoURL")
@@ -216,7 +220,7 @@ class Repos:
                 known = self._done.get(key)
             if known is None:
                 sha = mirror.commit(revision, app=app.qualified_name, cached_only=cached_only)
-                known = Checkout(mirror.path, sha, source.repo_url, fetched=True)
+                known = Checkout(mirror.path, sha, mirror.shown, fetched=True)
                 with self._lock:
                     self._done[key] = known
         return known
