@@ -9,7 +9,8 @@ those functions for Kubernetes 1.33 with default feature gates, following
 
 Besides defaults proper, it adds what Go's JSON encoding of the typed object always writes, because
 Argo CD compares objects re-encoded from Go structs: `creationTimestamp: null` in embedded
-`ObjectMeta` (pod templates, claim templates) and `resources: {}` in containers.
+`ObjectMeta` (pod templates; claim templates only where defaulting rewrites the list, see
+`_claim_templates`) and `resources: {}` in containers.
 
 Not done here, on purpose: values the registry allocates (`clusterIP(s)`, `ipFamilies`,
 `ipFamilyPolicy`, node ports, Job selectors and `controller-uid` labels), admission plugins
@@ -461,12 +462,30 @@ def _stateful_set(obj: dict[str, Any]) -> None:
     _default(spec, "replicas", 1, pointer=True)
     _default(spec, "revisionHistoryLimit", 10, pointer=True)
     _pod_template(spec.get("template"))
-    for claim in _maps(spec, "volumeClaimTemplates"):
-        _object_meta(claim)
+    _claim_templates(spec)
+
+
+def _claim_templates(spec: dict[str, Any]) -> None:
+    """SetDefaults_PersistentVolumeClaim(Spec) on each claim template, as Argo CD applies them.
+
+    Argo CD defaults a typed copy and patches the JSON with the difference. `volumeClaimTemplates`
+    is an atomic list, so when defaulting changes any claim the patch replaces the whole list with
+    its typed encoding, and Go (k8s.io/apimachinery before v0.34, as Argo CD v2.14 links it)
+    writes `creationTimestamp: null` into each claim's metadata. When nothing changes the list
+    stays as the JSON had it: with `creationTimestamp: null` from API servers before 1.34, without
+    from 1.34 on. So a claim template git rewrites (the server's status and volumeMode gone from
+    the predicted list) differs from a 1.34+ server's live list by that null alone.
+    """
+    claims = _maps(spec, "volumeClaimTemplates")
+    before = model.copy_json(claims)
+    for claim in claims:
         _pvc_spec(claim.get("spec"))
         status = _ensure_map(claim, "status")
         if status is not None:
             _default(status, "phase", "Pending")
+    if claims != before:
+        for claim in claims:
+            _object_meta(claim)
 
 
 def _replica_set(obj: dict[str, Any]) -> None:

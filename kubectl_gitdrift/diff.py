@@ -71,6 +71,11 @@ def predict(
         return _merge_list(orig, desired, live, node)
     if not strategic and orig is not _MISSING and desired == strip_to(orig, live):
         return live
+    if strategic and type(desired) is list and type(live) is list:
+        # an atomic list replaced in place: strategic merge writes it as the patch has it, nulls
+        # included (a claim template's `creationTimestamp: null`); nulls only go where the key
+        # is new or changes type (IgnoreUnmatchedNulls)
+        return model.copy_json(desired)
     return _without_nulls(desired)
 
 
@@ -85,7 +90,7 @@ def _merge_list(orig: Any, desired: list[Any], live: list[Any], node: Node) -> l
     ):  # a set of scalars (finalizers): union, minus what orig had and git dropped
         dropped = [v for v in (orig or []) if v not in desired] if isinstance(orig, list) else []
         kept = [v for v in live if v not in desired and v not in dropped]
-        return [*desired, *kept]
+        return element_order(kept, list(desired), live, _scalar_key)
     orig_items = (
         {_key(i, merge_key): i for i in orig or [] if isinstance(i, Mapping)}
         if isinstance(orig, list)
@@ -108,13 +113,54 @@ def _merge_list(orig: Any, desired: list[Any], live: list[Any], node: Node) -> l
             )
         else:
             out.append(_without_nulls(item))
+    server_only = []
     for item in live:
         if not isinstance(item, Mapping):
             continue
         k = _key(item, merge_key)
         if k not in desired_keys and k not in orig_items:
-            out.append(item)
+            server_only.append(item)
+    return element_order(server_only, out, live, lambda item: _item_key(item, merge_key))
+
+
+def element_order(
+    server_only: list[Any], patched: list[Any], live: list[Any], key: Callable[[Any], Any]
+) -> list[Any]:
+    """The order `kubectl apply` leaves a merge list in (strategicpatch normalizeElementOrder).
+
+    The three-way patch carries `$setElementOrder` with git's order whenever the list's content
+    or order differs from live, so the items git lists (`patched`, in git's order) keep git's
+    order; the live-only items (`server_only`, in live's order: an injected sidecar) are woven in
+    by mergeSortedSlice: a live-only item goes before the next git item only when both are live
+    and it stood before that item in live. When git and live agree on order this is live's order.
+    """
+    if not server_only:
+        return patched
+    where: dict[Any, int] = {}
+    for i, item in enumerate(live):
+        where.setdefault(key(item), i)
+    out: list[Any] = []
+    i = j = 0
+    while i < len(server_only) and j < len(patched):
+        left = where.get(key(server_only[i]))
+        right = where.get(key(patched[j]))
+        if left is not None and right is not None and left < right:
+            out.append(server_only[i])
+            i += 1
+        else:
+            out.append(patched[j])
+            j += 1
+    out.extend(server_only[i:])
+    out.extend(patched[j:])
     return out
+
+
+def _scalar_key(value: Any) -> Any:
+    return value if type(value) in (str, int, float, bool) else repr(value)
+
+
+def _item_key(item: Any, merge_key: str) -> Any:
+    return _key(item, merge_key) if isinstance(item, Mapping) else ("", repr(item))
 
 
 def _key(item: Mapping[str, Any], merge_key: str) -> Any:
@@ -201,7 +247,31 @@ def changes(predicted: Any, live: Any) -> list[model.Change]:
             for k, v in what:
                 out.append(model.Change(model.Op.REMOVE, (*base, k), None, plain(v)))
     out = [c for c in out if not _inside_atomic(c)]
+    out.extend(_order_changes((), predicted, live, {c.path for c in out}))
     out.sort(key=lambda c: model.display_path(c.path))
+    return out
+
+
+def _order_changes(
+    path: model.FieldPath, predicted: Any, live: Any, found: set[model.FieldPath]
+) -> list[model.Change]:
+    """The merge-keyed lists (`_Keyed`, which compare as maps) whose items are all equal but stand
+    in another order: one CHANGE of the whole list each (as `_keyed_changes` reports them)."""
+    if not isinstance(predicted, Mapping) or not isinstance(live, Mapping):
+        return []
+    out: list[model.Change] = []
+    for key, value in predicted.items():
+        if key in live:
+            out.extend(_order_changes((*path, key), value, live[key], found))
+    if (
+        not out
+        and isinstance(predicted, _Keyed)
+        and isinstance(live, _Keyed)
+        and list(predicted) != list(live)
+        and predicted.keys() == live.keys()
+        and not any(p[: len(path)] == path for p in found)
+    ):
+        out.append(model.Change(model.Op.CHANGE, path, plain(predicted), plain(live)))
     return out
 
 
@@ -224,6 +294,10 @@ def _changes_below(
 ) -> list[model.Change]:
     """`changes` of the comparable forms, built only for the subtrees that differ: maps are
     walked key by key (equal values skipped), anything else is compared where it stands."""
+    if type(predicted) is list and type(live) is list and strategic and node is not None:
+        keyed = _keyed_items(predicted, node), _keyed_items(live, node)
+        if keyed[0] is not None and keyed[1] is not None:
+            return _keyed_changes(path, predicted, live, keyed[0], keyed[1], node, strategic)
     if type(predicted) is not dict or type(live) is not dict:
         found = changes(
             comparable(predicted, node, strategic=strategic),
@@ -241,6 +315,67 @@ def _changes_below(
             child = node.field(key) if node is not None else None
             out.extend(_changes_below((*path, key), value, live[key], child, strategic))
     return out
+
+
+def _keyed_items(body: list[Any], node: Node) -> dict[model.ListKey, Any] | None:
+    """A merge-keyed list as {ListKey: item}, in list order; None when it cannot be keyed (no
+    merge key, an item without it, or two items sharing it: then it compares whole)."""
+    key = node.patch_merge_key
+    if not key:
+        return None
+    out: dict[model.ListKey, Any] = {}
+    for item in body:
+        if not (type(item) is dict or isinstance(item, Mapping)) or key not in item:
+            return None
+        list_key = model.ListKey(((key, item[key]),))
+        if list_key in out:
+            return None
+        out[list_key] = item
+    return out
+
+
+def _keyed_changes(
+    path: model.FieldPath,
+    predicted: list[Any],
+    live: list[Any],
+    p_items: dict[model.ListKey, Any],
+    l_items: dict[model.ListKey, Any],
+    node: Node,
+    strategic: bool,
+) -> list[model.Change]:
+    """Changes between two merge-keyed lists: items added, removed or changed, by key. Argo CD
+    compares the bytes of predicted and live, so order counts too: a list whose items are all
+    equal but stand in another order is one change of the whole list (`order_only` says so)."""
+    out: list[model.Change] = []
+    item_node = node.items()
+    for list_key, item in l_items.items():
+        if list_key not in p_items:
+            out.append(model.Change(model.Op.REMOVE, (*path, list_key), None, _copy_plain(item)))
+    for list_key, item in p_items.items():
+        if list_key not in l_items:
+            out.append(model.Change(model.Op.ADD, (*path, list_key), _copy_plain(item), None))
+        elif item != l_items[list_key]:
+            found = _changes_below((*path, list_key), item, l_items[list_key], item_node, strategic)
+            out.extend(found)
+    if not out and list(p_items) != list(l_items):
+        out.append(model.Change(model.Op.CHANGE, path, _copy_plain(predicted), _copy_plain(live)))
+    return out
+
+
+def order_only(change: model.Change) -> bool:
+    """True when `change` is a merge-keyed list whose items are equal, only ordered differently:
+    what `kubectl apply` would re-order to git's order (Argo CD calls it OutOfSync)."""
+    desired, live = change.desired, change.live
+    if change.op is not model.Op.CHANGE or not isinstance(desired, list):
+        return False
+    if not isinstance(live, list) or len(desired) != len(live) or desired == live:
+        return False
+    rest = list(live)
+    for item in desired:
+        if item not in rest:
+            return False
+        rest.remove(item)
+    return True
 
 
 def _copy_plain(value: Any) -> Any:

@@ -75,6 +75,20 @@ _POINTER_INTS = frozenset(
 )  # fmt: skip
 
 
+# List fields whose Go struct tag lacks omitempty, where the round-trip keeps an empty or null
+# value instead of dropping it: (definition, field). Role/ClusterRole `rules` is the one that
+# decides verdicts: git's `rules: []` survives remarshal, becomes null in normalizeRole, and the
+# three-way patch then deletes the rules live has (an aggregated role's, filled by the
+# controller). Other such fields (PodSpec.containers, PolicyRule.verbs) cannot be empty on a
+# server, so dropping or keeping their empty value never changes a verdict.
+_NOT_OMITEMPTY = frozenset(
+    {
+        ("io.k8s.api.rbac.v1.ClusterRole", "rules"),
+        ("io.k8s.api.rbac.v1.Role", "rules"),
+    }
+)
+
+
 def deepcopy(body: Any) -> Any:
     """A deep copy of JSON-like data (model.copy_json)."""
     return model.copy_json(body)
@@ -160,8 +174,6 @@ def _typed_object(body: Mapping[str, Any], node: Node, top: bool) -> dict[str, A
             raise _Undecodable
         child = field(key)
         if child is None:
-            if value is None and key == "creationTimestamp" and not top:
-                continue
             out[key] = _untyped(value)
             continue
         cls = type(value)
@@ -181,10 +193,14 @@ def _typed_object(body: Mapping[str, Any], node: Node, top: bool) -> dict[str, A
         if cls is dict and value and child.plain_object:
             out[key] = _typed_object(value, child, False)
             continue
-        if key == "creationTimestamp" and value is None and not top:
+        if key == "creationTimestamp" and value is None:
+            out[key] = None  # metav1.Time is a struct: Go keeps the zero time as null
             continue
         if entries and value is not None:
             pass
+        elif (value is None or value == []) and (node.definition, key) in _NOT_OMITEMPTY:
+            out[key] = None if value is None else []
+            continue
         elif _empty_optional(key, value, child):
             if value is not None and not decodes(value, child):
                 raise _Undecodable
@@ -232,10 +248,14 @@ def _remarshal(body: Any, node: Node | None, *, top: bool) -> Any:
         entries = node.is_map_of_values  # map[string]T: Go keeps every entry, "" and 0 too
         for key, value in body.items():
             child = node.field(key)
-            if key == "creationTimestamp" and value is None and not top:
+            if key == "creationTimestamp" and value is None:
+                out[key] = None  # metav1.Time is a struct: Go keeps the zero time as null
                 continue
             if entries and value is not None:
                 pass
+            elif (value is None or value == []) and (node.definition, key) in _NOT_OMITEMPTY:
+                out[key] = None if value is None else []
+                continue
             elif child is not None and _empty_optional(key, value, child):
                 continue
             out[key] = _remarshal(value, child, top=False)

@@ -276,6 +276,28 @@ def test_statefulset_defaults() -> None:
     assert spec["template"]["spec"]["containers"][0]["imagePullPolicy"] == "IfNotPresent"
 
 
+@pytest.mark.parametrize(
+    ("claim_metadata", "expected"),
+    [
+        ({"name": "data"}, {"name": "data"}),  # a 1.34+ server omits the zero timestamp
+        ({"name": "data", "creationTimestamp": None}, {"name": "data", "creationTimestamp": None}),
+    ],
+)
+def test_claim_templates_defaulting_leaves_alone_keep_their_json(
+    claim_metadata: dict[str, Any], expected: dict[str, Any]
+) -> None:
+    """Argo CD patches the JSON with what defaulting changed; volumeClaimTemplates is atomic, so
+    a list defaulting does not change keeps the JSON's metadata, creationTimestamp or not."""
+    claim = {
+        "metadata": claim_metadata,
+        "spec": {"resources": {"requests": {"storage": "1Gi"}}, "volumeMode": "Filesystem"},
+        "status": {"phase": "Pending"},
+    }
+    body = {"spec": {"volumeClaimTemplates": [claim]}}
+    spec = apply_defaults("apps", "v1", "StatefulSet", body)["spec"]
+    assert spec["volumeClaimTemplates"] == [{**claim, "metadata": expected}]
+
+
 def test_statefulset_on_delete_strategy() -> None:
     body = {
         "spec": {"updateStrategy": {"type": "OnDelete"}, "template": {"spec": {"containers": []}}}

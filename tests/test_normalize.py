@@ -99,6 +99,39 @@ def test_zero_values_follow_go_pointers(
     assert (path[1] in out[path[0]]) is kept
 
 
+@pytest.mark.parametrize(
+    ("kind", "value", "expected"),
+    [
+        # ClusterRole/Role `rules` has no omitempty: [] and null survive the round-trip (and
+        # normalizeRole then makes [] null); other empty lists vanish
+        ("ClusterRole", [], []),
+        ("ClusterRole", None, None),
+        ("Role", [], []),
+        ("ClusterRoleBinding", [], "absent"),
+    ],
+)
+def test_fields_without_omitempty_keep_empty_values(
+    schema: Schema, kind: str, value: Any, expected: Any
+) -> None:
+    node = schema.root("rbac.authorization.k8s.io", "v1", kind)
+    assert node is not None
+    field = "subjects" if kind.endswith("Binding") else "rules"
+    body = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": kind, field: value}
+    out = normalize.remarshal(body, node)
+    assert out.get(field, "absent") == expected
+
+
+def test_nested_zero_creation_timestamp_survives(schema: Schema) -> None:
+    """metav1.Time is a struct, so Go keeps a template's `creationTimestamp: null` (what API
+    servers before 1.34 return); absent stays absent."""
+    node = schema.root("apps", "v1", "StatefulSet")
+    assert node is not None
+    old = {"metadata": {"name": "data", "creationTimestamp": None}}
+    new = {"metadata": {"name": "logs"}}
+    out = normalize.remarshal({"spec": {"volumeClaimTemplates": [old, new]}}, node)
+    assert out["spec"]["volumeClaimTemplates"] == [old, new]
+
+
 def test_integral_floats_become_ints(schema: Schema) -> None:
     body = _with_container()
     body["spec"]["replicas"] = 2.0
