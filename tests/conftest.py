@@ -158,8 +158,13 @@ def golden(request: pytest.FixtureRequest) -> Golden:
 
 @pytest.fixture(autouse=True, scope="session")
 def _render_cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
-    """Renders are cached in a throwaway directory, never in the user's ~/.cache."""
+    """Renders are cached in a throwaway directory, never in the user's ~/.cache; chart pulls
+    read an empty helm and docker config, never the user's credentials."""
     mp = pytest.MonkeyPatch()
     mp.setenv("KUBECTL_GITDRIFT_CACHE_DIR", str(tmp_path_factory.mktemp("render-cache")))
+    mp.setenv("HELM_CONFIG_HOME", str(tmp_path_factory.mktemp("helm-config")))
+    mp.setenv("DOCKER_CONFIG", str(tmp_path_factory.mktemp("docker-config")))
+    for name in ("HELM_REGISTRY_CONFIG", "HELM_REPOSITORY_CONFIG"):
+        mp.delenv(name, raising=False)
     yield
     mp.undo()
