@@ -411,3 +411,42 @@ def test_cli_plugin_from_snapshot_needs_allow_plugins(
         "error: source path app: config management plugin envsubst generate `sh -c 'exit 7'` "
         "failed (exit 7): no error output\n"
     ), result.stderr
+
+
+def test_cli_a_hanging_discovered_plugin_is_exit_3(
+    tmp_path: Path, run_cli: Callable[..., Result], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    repo = git_repo(tmp_path, {"app/cm.yaml": "apiVersion: v1\nkind: ConfigMap\n"})
+    app = {
+        "apiVersion": "argoproj.io/v1alpha1",
+        "kind": "Application",
+        "metadata": {"name": "payments", "namespace": "argocd"},
+        "spec": {
+            "project": "default",
+            "destination": {"namespace": "payments", "server": "https://kubernetes.default.svc"},
+            "source": {
+                "repoURL": "https://git.example.com/payments.git",
+                "path": "app",
+                "targetRevision": "HEAD",
+                "plugin": {},  # no name: the plugins' discovery picks one
+            },
+        },
+    }
+    snapshot = write(
+        tmp_path,
+        "snapshot.yaml",
+        yaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": [app]}),
+    )
+    doc = plugin_doc("slow", version="v2", discover={"find": {"glob": "*.yaml"}})
+    doc["spec"]["generate"] = {"command": ["sleep", "600"]}
+    plugin_file = write(tmp_path, "plugin.yaml", yaml.safe_dump(doc))
+    monkeypatch.setenv(TIMEOUT_ENV, "1")
+    result = run_cli(["payments", "--snapshot", str(snapshot), "--repo-root", str(repo),
+                      "--cmp", str(plugin_file), "--no-entry-points"])  # fmt: skip
+    assert result.exit_code == ExitCode.ERROR
+    assert result.stdout == ""
+    lines = result.stderr.splitlines()
+    assert lines[0] == (
+        "error: source path app: config management plugin slow-v2 generate timed out after 1s"
+    )
+    assert lines[1] == f"  hint: raise {TIMEOUT_ENV} if the plugin needs longer"

@@ -1,0 +1,342 @@
+"""Source shapes from Argo CD's example apps and e2e test data that gitdrift got wrong: hooks named
+by generateName, glob value files, YAML files that are not manifests, kustomize.version
+overrides argocd-cm does not register, kustomize helmCharts, spec.sourceHydrator. Real files,
+real helm and kustomize where they run."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kubectl_gitdrift import application, model, tracking, yamlio
+from kubectl_gitdrift.errors import AppError, SourceError
+from kubectl_gitdrift.sources import config as render_config
+from kubectl_gitdrift.sources import directory, helm, kustomize
+
+needs_helm = pytest.mark.skipif(helm.helm_binary() is None, reason="needs helm")
+needs_kustomize = pytest.mark.skipif(
+    not (shutil.which("kustomize") or shutil.which("kubectl")), reason="needs kustomize"
+)
+
+
+def write(root: Path, rel: str, text: str = "") -> Path:
+    path = root / rel
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+# --------------------------------------------------------------------------- hooks
+
+
+HOOK = """\
+apiVersion: batch/v1
+kind: Job
+metadata:
+  generateName: upgrade-sql-schema-
+  annotations: {argocd.argoproj.io/hook: PreSync}
+spec: {}
+"""
+
+
+def test_a_hook_named_by_generate_name_is_a_manifest() -> None:
+    (body,) = yamlio.load_objects(HOOK, "hook.yaml")
+    assert tracking.is_hook(body)
+    with pytest.raises(SourceError, match=r"Job: metadata.name missing"):
+        yamlio.load_objects(HOOK.replace("generateName", "labels"), "hook.yaml")
+
+
+def test_generate_name_objects_never_collide_as_duplicates() -> None:
+    # NormalizeTargetObjects keys them `<generateName><index>`
+    app = application.parse_application(
+        {
+            "metadata": {"name": "waves", "namespace": "argocd"},
+            "spec": {
+                "destination": {"namespace": "waves"},
+                "source": {"repoURL": "https://x.example.com/r.git", "path": "."},
+            },
+        }
+    )
+    bodies = yamlio.load_objects(HOOK + "---\n" + HOOK, "hooks.yaml")
+    manifests = [model.Manifest(model.ObjectKey.of(b), b) for b in bodies]
+    desired, duplicates, _ = tracking.prepare_desired(manifests, app, model.Settings())
+    assert len(desired) == 2
+    assert duplicates == []
+
+
+# --------------------------------------------------------------------------- non-manifest YAML
+
+
+@pytest.mark.parametrize(
+    ("name", "text"),
+    [
+        ("values.yaml", "replicaCount: 1\nimage: {tag: v1}\n"),
+        (".pre-commit-config.yaml", "repos:\n- repo: https://example.com\n"),
+        ("list.yaml", "- a\n- b\n"),
+        ("scalar.yml", "just text\n"),
+        ("broken.yaml", "a: [unclosed\n"),
+        ("mkdocs.yml", "site_name: docs\nnav:\n- Home: index.md\n"),
+        ("package.json", '{"name": "x", "version": "1.0.0"}'),
+        ("only-metadata.yaml", "metadata: {name: x}\nspec: {}\n"),  # no apiVersion:, no kind:
+    ],
+)
+def test_yaml_that_is_not_a_manifest_is_skipped(tmp_path: Path, name: str, text: str) -> None:
+    write(tmp_path, f"app/{name}", text)
+    write(tmp_path, "app/cm.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm}\n")
+    assert [m.key.name for m in directory.collect(tmp_path, "app", {})] == ["cm"]
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        # looks like a manifest (apiVersion:, kind: and metadata: all appear): an error
+        ("apiVersion: v1\nmetadata: {name: x}\nspec: {kind: y}\n", "kind missing"),
+        ("- apiVersion: v1\n  kind: ConfigMap\n  metadata: {name: x}\n", "mapping expected"),
+        # a bad document after a good one: an error
+        ("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n---\nfoo: bar\n", "document 2"),
+        # a manifest with kind whose name is missing: an error
+        ("apiVersion: v1\nkind: ConfigMap\nmetadata: {}\n", "metadata.name missing"),
+    ],
+)
+def test_broken_manifests_are_still_errors(tmp_path: Path, text: str, message: str) -> None:
+    write(tmp_path, "app/x.yaml", text)
+    with pytest.raises(SourceError, match=message):
+        directory.collect(tmp_path, "app", {})
+
+
+def test_a_json_array_is_an_error(tmp_path: Path) -> None:
+    write(tmp_path, "app/x.json", "[1, 2]")
+    with pytest.raises(SourceError, match=r"app/x.json"):
+        directory.collect(tmp_path, "app", {})
+
+
+# --------------------------------------------------------------------------- glob value files
+
+
+def test_filepath_glob_matches_doublestar(tmp_path: Path) -> None:
+    for rel in ("envs/a.yaml", "envs/b.yml", "envs/.h.yaml", "envs/x/c.yaml", "envs/x/y/d.yaml"):
+        write(tmp_path, rel)
+
+    def glob(pattern: str) -> list[str]:
+        return [
+            p.relative_to(tmp_path).as_posix()
+            for p in directory.filepath_glob(f"{tmp_path}/{pattern}")
+        ]
+
+    assert glob("envs/*.yaml") == ["envs/.h.yaml", "envs/a.yaml"]
+    # `**` any number of directories; each directory's own matches before its subdirectories
+    assert glob("envs/**/*.yaml") == [
+        "envs/.h.yaml",
+        "envs/a.yaml",
+        "envs/x/c.yaml",
+        "envs/x/y/d.yaml",
+    ]
+    assert glob("envs/*/*.yaml") == ["envs/x/c.yaml"]
+    assert glob("envs/{a,b}.y*ml") == ["envs/a.yaml", "envs/b.yml"]
+    assert glob("envs/[ab].*") == ["envs/a.yaml", "envs/b.yml"]
+    assert glob("nowhere/*.yaml") == []
+    assert directory.has_glob("a/*.yaml")
+    assert not directory.has_glob("a/b.yaml")
+
+
+def _value_files(tmp_path: Path, files: list[str], **options: Any) -> list[str]:
+    chart = tmp_path / "chart"
+    paths = helm._value_files(chart, tmp_path, {"valueFiles": files, **options}, {}, {}, "chart")
+    return [p.relative_to(tmp_path).as_posix() for p in paths]
+
+
+def test_glob_value_files_as_get_resolved_value_files(tmp_path: Path) -> None:
+    for rel in ("chart/envs/common.yaml", "chart/envs/eu.yaml", "chart/envs/prod/o.yaml"):
+        write(tmp_path, rel, "a: 1\n")
+    # an explicit entry is left out of the globs and keeps its own place; no file twice
+    assert _value_files(tmp_path, ["envs/*.yaml", "envs/**/*.yaml", "envs/common.yaml"]) == [
+        "chart/envs/eu.yaml",
+        "chart/envs/prod/o.yaml",
+        "chart/envs/common.yaml",
+    ]
+    assert _value_files(tmp_path, ["envs/eu.yaml", "envs/eu.yaml"]) == ["chart/envs/eu.yaml"]
+    with pytest.raises(SourceError, match=r"values file glob 'envs/\*.json' matched no files"):
+        _value_files(tmp_path, ["envs/*.json"])
+    assert _value_files(tmp_path, ["envs/*.json"], ignoreMissingValueFiles=True) == []
+
+
+def test_a_glob_match_that_is_a_symlink_out_is_refused(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    write(tmp_path, "secret.yaml", "password: x\n")
+    write(repo, "chart/envs/a.yaml", "a: 1\n")
+    (repo / "chart/envs/b.yaml").symlink_to(tmp_path / "secret.yaml")
+    with pytest.raises(SourceError, match=r"envs/b.yaml is a symlink out of the repository"):
+        _value_files(repo, ["envs/*.yaml"])
+
+
+# --------------------------------------------------------------------------- kustomize
+
+
+def test_kustomize_version_must_be_registered() -> None:
+    cm = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": "argocd-cm", "namespace": "argocd"},
+        "data": {
+            "kustomize.buildOptions": "--enable-helm --load-restrictor LoadRestrictionsNone",
+            "kustomize.version.v5.4.3": "/tools/kustomize-5.4.3",
+            "kustomize.path.v4.5.7": "/tools/kustomize-4.5.7",
+            "kustomize.buildOptions.v4.5.7": "--enable-alpha-plugins",
+        },
+    }
+    config = render_config.of([cm])
+    assert config.kustomize_build_options == (
+        "--enable-helm",
+        "--load-restrictor",
+        "LoadRestrictionsNone",
+    )
+    config.check_kustomize_version("v5.4.3", "app")
+    config.check_kustomize_version("v4.5.7", "app")
+    config.check_kustomize_version("", "app")
+    with pytest.raises(SourceError) as err:
+        config.check_kustomize_version("v5.0.0", "app")
+    assert err.value.message == (
+        "source path app: kustomize version v5.0.0 is not registered in argocd-cm; Argo CD fails "
+        "this source too (registered: v4.5.7, v5.4.3)"
+    )
+    with pytest.raises(SourceError, match=r"not registered in argocd-cm \(not read"):
+        render_config.of([]).check_kustomize_version("v5.0.0", "app")
+
+
+KLOG_BLOCK = (
+    b"""\
+E1201 15:13:04.934559    3918 run.go:72] "command failed" err=<
+\tError: chart/templates/bad.yaml:1:10
+\t  executing "chart/templates/bad.yaml" at <.Values.x.y>:
+\t    nil pointer evaluating interface {}.y
+\t
+\tUse --debug flag to render out invalid YAML
+\t: unable to run: '/usr/bin/helm template r /tmp/root/app/charts/c -f /tmp/k/v.yaml' """
+    b"""with env=[HELM_CONFIG_HOME=/tmp/k/helm] (is '/usr/bin/helm' installed?): exit status 1
+ >
+"""
+)
+
+
+def test_kustomize_errors_keep_the_cause(tmp_path: Path) -> None:
+    detail = kustomize._error_detail(KLOG_BLOCK, Path("/tmp/root"))
+    assert detail == (
+        'chart/templates/bad.yaml:1:10 executing "chart/templates/bad.yaml" at <.Values.x.y>: '
+        "nil pointer evaluating interface {}.y (helm template)"
+    )
+    one_line = b'E1201 run.go:72] "command failed" err="accumulating resources: missing.yaml"\n'
+    assert kustomize._error_detail(one_line, tmp_path) == "accumulating resources: missing.yaml"
+    plain = (
+        b"Error: trouble configuring builtin HelmChartInflationGenerator\n"
+        b"must specify --enable-helm\n"
+    )
+    assert kustomize._error_detail(plain, tmp_path) == (
+        "trouble configuring builtin HelmChartInflationGenerator must specify --enable-helm"
+    )
+    assert len(kustomize._error_detail(b"Error: " + b"x" * 2000, tmp_path)) == 400
+
+
+HELM_KUSTOMIZATION = """\
+helmCharts:
+- name: mini
+  releaseName: demo
+  valuesInline: {replicas: 3}
+"""
+
+
+def _helm_chart_tree(root: Path) -> None:
+    write(root, "app/kustomization.yaml", HELM_KUSTOMIZATION)
+    write(root, "app/charts/mini/Chart.yaml", "apiVersion: v2\nname: mini\nversion: 0.1.0\n")
+    write(root, "app/charts/mini/values.yaml", "replicas: 1\n")
+    write(
+        root,
+        "app/charts/mini/templates/cm.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: '{{ .Release.Name }}-cfg'}\n"
+        "data: {replicas: '{{ .Values.replicas }}'}\n",
+    )
+
+
+@needs_helm
+@needs_kustomize
+def test_helm_charts_inflate_with_enable_helm(tmp_path: Path) -> None:
+    tree = tmp_path / "tree"
+    _helm_chart_tree(tree)
+    (manifest,) = kustomize.build(
+        tree, "app", {}, workdir=tmp_path / "w", build_options=["--enable-helm"]
+    )
+    assert manifest.key.name == "demo-cfg"
+    assert manifest.body["data"] == {"replicas": "3"}
+    assert sorted(p.name for p in (tree / "app/charts").iterdir()) == ["mini"], "tree written"
+
+
+@needs_kustomize
+def test_helm_charts_without_enable_helm_say_so(tmp_path: Path) -> None:
+    tree = tmp_path / "tree"
+    _helm_chart_tree(tree)
+    with pytest.raises(SourceError) as err:
+        kustomize.build(tree, "app", {}, workdir=tmp_path / "w")
+    assert err.value.message.endswith("must specify --enable-helm")
+    assert "kustomize.buildOptions: --enable-helm" in (err.value.hint or "")
+
+
+@needs_helm
+@needs_kustomize
+def test_a_failing_chart_under_helm_charts_names_helms_cause(tmp_path: Path) -> None:
+    tree = tmp_path / "tree"
+    _helm_chart_tree(tree)
+    write(tree, "app/charts/mini/templates/bad.yaml", "{{ .Values.nope.deeper }}\n")
+    with pytest.raises(SourceError) as err:
+        kustomize.build(tree, "app", {}, workdir=tmp_path / "w", build_options=["--enable-helm"])
+    assert err.value.message.startswith("kustomize build app failed (exit 1): mini/templates/")
+    assert "nil pointer evaluating interface {}.deeper (helm template)" in err.value.message
+    assert str(tmp_path) not in err.value.message
+
+
+# --------------------------------------------------------------------------- sourceHydrator
+
+
+def _hydrated(hydrator: dict[str, Any]) -> model.Application:
+    return application.parse_application(
+        {
+            "metadata": {"name": "guestbook", "namespace": "argocd"},
+            "spec": {
+                "destination": {"namespace": "dev"},
+                "source": {"repoURL": "https://ignored.example.com/x.git", "path": "ignored"},
+                "sourceHydrator": hydrator,
+            },
+        }
+    )
+
+
+def test_source_hydrator_compares_the_sync_source() -> None:
+    dry = {"repoURL": "https://git.example.com/dry.git", "path": "dry", "targetRevision": "HEAD",
+           "helm": {"valueFiles": ["x.yaml"]}}  # fmt: skip
+    app = _hydrated({"drySource": dry, "syncSource": {"targetBranch": "env/dev", "path": "dev"}})
+    (source,) = app.sources
+    assert (source.repo_url, source.path, source.target_revision) == (
+        "https://git.example.com/dry.git",
+        "dev",
+        "env/dev",
+    )
+    assert source.kind == ""
+    assert source.options == {}
+    other = {"targetBranch": "env/dev", "path": "dev", "repoURL": "https://git.example.com/h.git"}
+    assert _hydrated({"drySource": dry, "syncSource": other}).sources[0].repo_url == (
+        "https://git.example.com/h.git"
+    )
+
+
+@pytest.mark.parametrize(
+    ("hydrator", "message"),
+    [
+        ({"drySource": {"repoURL": "x"}}, "syncSource needs path and targetBranch"),
+        ({"drySource": {}, "syncSource": {"path": "p", "targetBranch": "b"}}, "repoURL is missing"),
+        ("nonsense", "syncSource needs path and targetBranch"),
+    ],
+)
+def test_a_bad_source_hydrator_is_an_app_error(hydrator: Any, message: str) -> None:
+    with pytest.raises(AppError, match=message):
+        _hydrated(hydrator)
