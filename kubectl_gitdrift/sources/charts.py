@@ -395,7 +395,7 @@ class Charts:
         )
         if proc.returncode != 0:
             cause = _cause(proc.stdout, proc.stderr, scratch)
-            raise SourceError(f"{what}: {cause}", hint=_hint(cause, args))
+            raise SourceError(f"{what}: {cause}", hint=_hint(cause))
 
     def _work(self) -> Path:
         self.workdir.mkdir(parents=True, exist_ok=True)
@@ -703,7 +703,7 @@ def _cause(stdout: bytes, stderr: bytes, scratch: Path) -> str:
     return line
 
 
-def _hint(cause: str, args: Sequence[str]) -> str | None:
+def _hint(cause: str) -> str | None:
     low = cause.lower()
     if low.startswith("401"):
         return (
