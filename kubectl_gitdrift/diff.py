@@ -378,6 +378,34 @@ def order_only(change: model.Change) -> bool:
     return True
 
 
+_ITEM_NAMES = ("name", "port", "containerPort", "mountPath", "devicePath", "ip", "key", "type")
+
+
+def order_note(change: model.Change) -> str | None:
+    """For an `order_only` change, the explanation a reader needs, since every item is equal:
+    `only the order of env differs: git lists A, B; the cluster B, A`. None otherwise."""
+    if not order_only(change):
+        return None
+    name = next((e for e in reversed(change.path) if isinstance(e, str)), "the list")
+
+    def names(items: list[Any]) -> str:
+        return ", ".join(_item_name(item) for item in items)
+
+    return (
+        f"only the order of {name} differs: git lists {names(change.desired)}; "
+        f"the cluster {names(change.live)}"
+    )
+
+
+def _item_name(item: Any) -> str:
+    if isinstance(item, Mapping):
+        for key in _ITEM_NAMES:
+            value = item.get(key)
+            if isinstance(value, (str, int)) and not isinstance(value, bool):
+                return str(value)
+    return json.dumps(item, sort_keys=True)
+
+
 def _copy_plain(value: Any) -> Any:
     """What `plain(comparable(value))` gives for an added or removed field: a copy of it."""
     return plain(_freeze(value))

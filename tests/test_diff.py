@@ -403,6 +403,10 @@ def test_git_reordering_a_keyed_list_is_out_of_sync(ctx: diff.CompareContext) ->
     assert [e["name"] for e in change.desired] == ["FEATURE_FLAGS", "LOG_LEVEL"]
     assert [e["name"] for e in change.live] == ["LOG_LEVEL", "FEATURE_FLAGS"]
     assert diff.order_only(change)
+    assert diff.order_note(change) == (
+        "only the order of env differs: git lists FEATURE_FLAGS, LOG_LEVEL; "
+        "the cluster LOG_LEVEL, FEATURE_FLAGS"
+    )
 
 
 def test_live_reordering_a_keyed_list_is_out_of_sync(ctx: diff.CompareContext) -> None:

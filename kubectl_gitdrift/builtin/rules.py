@@ -22,7 +22,16 @@ from collections.abc import Iterator, Sequence
 from datetime import timedelta
 from typing import Any
 
-from kubectl_gitdrift import attribution, audit, diagnosis, model, rbac, syncwindows, tracking
+from kubectl_gitdrift import (
+    attribution,
+    audit,
+    diagnosis,
+    diff,
+    model,
+    rbac,
+    syncwindows,
+    tracking,
+)
 from kubectl_gitdrift.hookspecs import RegisterRule, RuleContext, hookimpl
 from kubectl_gitdrift.model import Finding, ResourceStatus, Severity
 
@@ -263,6 +272,8 @@ def _manual_message(
     values = (
         f"{field} differs from git"
         if change.secret
+        else f"{field}: {diff.order_note(change)}"
+        if diff.order_only(change)
         else f"{field} is {_v(change.live)} in the cluster but {_v(change.desired)} in git"
     )
     owner = change.owner
@@ -530,6 +541,8 @@ def git_ahead(ctx: RuleContext) -> Iterator[Finding]:
                 "live": change.live,
                 "owner": change.owner.manager if change.owner else None,
             }
+            if diff.order_only(change):
+                item["note"] = diff.order_note(change)
             if clue is not None and clue.commit is not None:
                 item["gitLastChange"] = clue.commit.evidence()
             moved.append(item)
