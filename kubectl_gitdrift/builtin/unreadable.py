@@ -36,13 +36,16 @@ def resource_unreadable(ctx: RuleContext) -> Iterator[Finding]:
         if drift.status is not ResourceStatus.UNKNOWN:
             continue
         reason = drift.reason or "could not be read"
+        # read, but the input cannot support a verdict (an SSA object without managedFields)
+        compared = drift.live is not None
+        verb = "could not be compared" if compared else "could not be read"
         yield Finding(
             code=CODE,
             severity=Severity.ERROR,
-            message=f"{drift.key.short()} could not be read, so its status is Unknown: {reason}",
+            message=f"{drift.key.short()} {verb}, so its status is Unknown: {reason}",
             key=drift.key,
             evidence={"reason": reason},
-            hint=_hint(reason),
+            hint=None if compared else _hint(reason),
         )
     notes: tuple[str, ...] = tuple(getattr(ctx, "notes", ()) or ())
     for note in sorted({n for n in notes if n.startswith(NOT_CHECKED)}):

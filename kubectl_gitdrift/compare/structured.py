@@ -328,13 +328,15 @@ def _keyed(value: Any, t: smd.Type) -> dict[model.ListKey, Any] | None:
 
 
 def _unknown(desired: model.Manifest, live: model.Manifest, why: str) -> model.Drift:
-    return model.Drift(
+    """Read, but not comparable: Unknown, never Synced (live kept, so it says "compared")."""
+    drift = model.Drift(
         desired.key,
         model.ResourceStatus.UNKNOWN,
         origin=desired.origin,
-        live=None if _is_secret(desired.key) else live.body,
+        live=live.body,
         reason=why,
     )
+    return diff.mask_drift(drift) if _is_secret(desired.key) else drift
 
 
 def _version(*bodies: model.Body) -> str:
