@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib.util
 import io
 import sys
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
@@ -13,9 +13,43 @@ from types import ModuleType
 import pytest
 
 from kubectl_gitdrift import cli, plugins
+from tests import read_guard
 
 ROOT = Path(__file__).resolve().parent.parent
 TESTDATA = ROOT / "testdata"
+read_guard.install()  # from here on every file this process opens is checked
+
+
+@pytest.fixture(autouse=True)
+def _reads_stay_in_the_repository(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Every test reads only the repository, tmp dirs and the Python installation, never
+    ../shared: a plain clone runs the whole suite (tests/read_guard.py)."""
+    read_guard.allow(tmp_path_factory.getbasetemp())
+    with read_guard.watch() as outside:
+        yield
+    if outside:
+        pytest.fail(read_guard.describe(outside))
+
+
+def pytest_runtest_logstart(nodeid: str) -> None:
+    read_guard.label(nodeid)
+
+
+def pytest_runtest_logfinish() -> None:
+    read_guard.label(None)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport() -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    """A skip because a file is missing is a failure: fixtures live in the repository."""
+    report = yield
+    read_guard.skip_for_missing_file(report)
+    return report
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """Reads outside the repository by no test of tests/ (collection, plugins/) fail the run."""
+    read_guard.fail_session(session)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
