@@ -37,9 +37,21 @@ sys.path.insert(0, str(HERE))
 
 import generate  # noqa: E402  (bench/generate.py, beside this file)
 
+from kubectl_gitdrift import application  # noqa: E402
+from kubectl_gitdrift.sources import fetch  # noqa: E402
 from tests.gitdaemon import GitDaemon  # noqa: E402
 
 NAME = "fleet-gitops.git"
+
+
+def json_docs(path: Path) -> list[dict[str, Any]]:
+    """The objects of a snapshot.json (one JSON document a line, or one List)."""
+    text = path.read_text()
+    try:
+        doc = json.loads(text)
+        return list(doc.get("items") or [doc])
+    except json.JSONDecodeError:
+        return [json.loads(line) for line in text.splitlines() if line.strip()]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -47,6 +59,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--apps", type=int, default=500)
     ap.add_argument("--units", type=int, default=2)
     ap.add_argument("--out", type=Path, default=HERE / "out")
+    ap.add_argument("--fetch-only", action="store_true", help="only the in-process fetch runs")
     opts = ap.parse_args(argv)
 
     scenario = generate.Scenario(f"serve-{opts.apps}x{opts.units * 10}", opts.apps, opts.units)
@@ -88,6 +101,27 @@ def main(argv: list[str] | None = None) -> int:
                 )
 
             print(f"{'RUN':55} {'REQUESTS':>8} {'WALL':>11}")
+            target = application.parse_application(
+                next(
+                    b
+                    for b in json_docs(snap)
+                    if b.get("kind") == "Application" and b.get("metadata", {}).get("name") == app
+                )
+            )
+            sha = target.revisions[0] if target.revisions else "HEAD"
+            for label in ("0a. fetch alone (in-process), cold", "0b. fetch alone, warm"):
+                before = daemon.requests()
+                start = time.perf_counter()
+                repos = fetch.Repos(tmp / "fetch-only" / "git")  # a new run each time
+                repos.checkout(target, target.sources[0], sha, False)
+                wall = time.perf_counter() - start
+                rows.append(
+                    {"run": label, "requests": daemon.requests() - before, "wall_s": round(wall, 3),
+                     "exit": 0}
+                )  # fmt: skip
+                print(f"{label:55} {rows[-1]['requests']:>8} {wall:>9.2f} s")
+            if opts.fetch_only:
+                return 0
             run("1. one app, cold cache", app)
             run("2. one app, warm", app)
             shutil.rmtree(cache)
