@@ -18,6 +18,7 @@ import yaml
 
 from kubectl_gitdrift.errors import ExitCode, SourceError
 from kubectl_gitdrift.sources import directory, jsonnet
+from kubectl_gitdrift.sources.kustomize import TIMEOUT_ENV
 from tests.conftest import Result
 
 ENV = {"ARGOCD_APP_NAME": "metrics", "ARGOCD_APP_NAMESPACE": "monitoring"}
@@ -166,6 +167,16 @@ def test_the_last_of_a_name_wins(tmp_path: Path) -> None:
     tlas = [{"name": "name", "value": "'code'", "code": True}, {"name": "name", "value": "str"}]
     (manifest,) = directory.collect(tmp_path, "app", {"jsonnet": {"tlas": tlas}})
     assert manifest.key.name == "str"
+
+
+def test_jsonnet_that_never_ends_is_stopped(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # tail calls run for ever in go-jsonnet: the evaluation runs in a child under the time-out
+    write(tmp_path, "app/a.jsonnet", "local f(x) = if x < 0 then x else f(x + 1) tailstrict; f(0)")
+    monkeypatch.setenv(TIMEOUT_ENV, "1")
+    with pytest.raises(SourceError, match=r"^jsonnet evaluation of app timed out after 1s$"):
+        directory.collect(tmp_path, "app", {})
 
 
 def test_evaluate_names_the_repository_relative_file(tmp_path: Path) -> None:

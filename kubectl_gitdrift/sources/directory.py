@@ -55,7 +55,7 @@ def collect(
             f"{display}: directory.jsonnet: mapping expected, got {yamlio.type_name(jsonnet)}"
         )
 
-    manifests: list[Manifest] = []
+    parts: list[list[Manifest] | Path] = []  # in walk order; a Path is a jsonnet file
     for path in _walk(app_dir, recurse):
         rel = path.relative_to(app_dir).as_posix()
         is_jsonnet = path.name.endswith(".jsonnet")
@@ -72,10 +72,19 @@ def collect(
         if SKIP_MARKER in data:
             continue
         if is_jsonnet:
-            manifests.extend(jsonnet_source.evaluate(path, tree, app_dir, jsonnet, env or {}))
+            parts.append(path)
             continue
-        for body in _file_objects(data, repo_rel, path.name.endswith(".json")):
-            manifests.append(Manifest(key=ObjectKey.of(body), body=body, origin=repo_rel))
+        parts.append(
+            [
+                Manifest(key=ObjectKey.of(body), body=body, origin=repo_rel)
+                for body in _file_objects(data, repo_rel, path.name.endswith(".json"))
+            ]
+        )
+    files = [part for part in parts if isinstance(part, Path)]
+    evaluated = iter(jsonnet_source.evaluate_all(files, tree, app_dir, jsonnet, env or {}))
+    manifests: list[Manifest] = []
+    for part in parts:
+        manifests.extend(next(evaluated) if isinstance(part, Path) else part)
     return manifests
 
 

@@ -12,6 +12,10 @@ with the same implementation (go-jsonnet, through the `gojsonnet` bindings):
 - the result is a JSON array of objects or one object (`*List` kinds are flattened, as Argo CD
   does for every source).
 
+The files of one source are evaluated in one child process (sources/jsonnet_child.py), under the
+kustomize time-out and output limit: Jsonnet can recurse for ever (tail calls) or build huge
+values, and a source must not hang or exhaust gitdrift.
+
 One difference, on purpose: an import that resolves outside the repository (an absolute path,
 `../` past the root, a symlink out) is an error here; Argo CD's FileImporter would read it from
 the repo-server's disk, gitdrift would read it from yours and show it in the report.
@@ -21,16 +25,17 @@ from __future__ import annotations
 
 import json
 import os
+import sys
+import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-import _gojsonnet  # type: ignore[import-not-found]  # go-jsonnet's bindings (no type stubs)
-
 from kubectl_gitdrift import yamlio
 from kubectl_gitdrift.errors import SourceError
 from kubectl_gitdrift.model import Manifest, ObjectKey
-from kubectl_gitdrift.sources.kustomize import envsubst
+from kubectl_gitdrift.sources import process
+from kubectl_gitdrift.sources.kustomize import TIMEOUT_ENV, envsubst, kustomize_timeout
 
 MAX_STACK = 500  # go-jsonnet's default
 
@@ -43,65 +48,87 @@ def evaluate(
     env: Mapping[str, str],
 ) -> list[Manifest]:
     """The objects `file` (a `.jsonnet` file under `app_dir` in `tree`) evaluates to."""
-    rel = file.relative_to(tree).as_posix()
+    return evaluate_all([file], tree, app_dir, options, env)[0]
+
+
+def evaluate_all(
+    files: Sequence[Path],
+    tree: Path,
+    app_dir: Path,
+    options: Mapping[str, Any] | None,
+    env: Mapping[str, str],
+) -> list[list[Manifest]]:
+    """The objects of each of `files`, evaluated in order in one child process, bounded by the
+    kustomize time-out and output limit (Jsonnet can recurse for ever, or build huge values);
+    the first file that fails is the error."""
+    if not files:
+        return []
     options = options or {}
+    rel = files[0].relative_to(tree).as_posix()
     ext_vars, ext_codes = _variables(options.get("extVars"), "extVars", rel, env)
     tla_vars, tla_codes = _variables(options.get("tlas"), "tlas", rel, env)
     jpaths = [app_dir.absolute(), *(_lib(lib, tree, rel) for lib in _libs(options, rel))]
-    importer = _Importer(tree, jpaths)
-    try:
-        text = _gojsonnet.evaluate_file(
-            str(file.absolute()),
-            max_stack=MAX_STACK,
-            ext_vars=ext_vars,
-            ext_codes=ext_codes,
-            tla_vars=tla_vars,
-            tla_codes=tla_codes,
-            import_callback=importer,
-        )
-    except (RuntimeError, UnicodeDecodeError) as exc:
-        # the bindings garble long messages raised by an import callback: the importer keeps
-        # its own account of what it refused
-        detail = importer.problem or _first_line(str(exc), tree)
-        raise SourceError(
-            f"{rel}: jsonnet: {detail}",
-            hint="check the file with `jsonnet` (the Application's extVars, tlas and libs apply)",
-        ) from None
-    return _objects(text, rel)
+    request = {
+        "tree": str(tree.absolute()),
+        "jpaths": [str(p) for p in jpaths],
+        "files": [str(f.absolute()) for f in files],
+        "ext_vars": ext_vars,
+        "ext_codes": ext_codes,
+        "tla_vars": tla_vars,
+        "tla_codes": tla_codes,
+    }
+    display = app_dir.relative_to(tree).as_posix() if app_dir != tree else "."
+    results = _run_child(request, display)
+    out: list[list[Manifest]] = []
+    for file, result in zip(files, results, strict=False):
+        file_rel = file.relative_to(tree).as_posix()
+        if "error" in result:
+            raise SourceError(
+                f"{file_rel}: jsonnet: {_first_line(str(result['error']), tree)}",
+                hint="check the file with `jsonnet` (the Application's extVars, tlas and libs "
+                "apply)",
+            )
+        out.append(_objects(str(result["ok"]), file_rel))
+    if len(out) != len(files):
+        raise SourceError(f"{display}: jsonnet evaluation ended early (no result for every file)")
+    return out
 
 
 # --------------------------------------------------------------------------- internals
 
 
-class _Importer:
-    """go-jsonnet's FileImporter (the importing file's directory, then the JPaths last first),
-    confined to the repository tree."""
+_CHILD = Path(__file__).with_name("jsonnet_child.py")  # run as a script: no package imports
 
-    def __init__(self, tree: Path, jpaths: Sequence[Path]) -> None:
-        self.problem = ""  # why the last import failed, in full
-        self.tree = tree.absolute()
-        self.real_tree = tree.resolve()
-        self.jpaths = list(jpaths)
 
-    def __call__(self, base: str, rel: str) -> tuple[str, bytes]:
-        if Path(rel).is_absolute():
-            candidates = [Path(rel)]
-        else:
-            candidates = [Path(base or ".") / rel, *(p / rel for p in reversed(self.jpaths))]
-        for candidate in candidates:
-            path = Path(os.path.normpath(candidate.absolute()))
-            if not path.is_file():
-                continue
-            if not (
-                path.is_relative_to(self.tree) and path.resolve().is_relative_to(self.real_tree)
-            ):
-                self.problem = f"import {rel!r} resolves outside the repository"
-                raise RuntimeError("import refused")
-            return str(path), path.read_bytes()
-        self.problem = (
-            f"couldn't open import {rel!r}: no match locally or in the Jsonnet library paths"
+def _run_child(request: Mapping[str, Any], display: str) -> list[dict[str, Any]]:
+    fd, name = tempfile.mkstemp(prefix="gitdrift-jsonnet-", suffix=".json")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            json.dump(request, handle)
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
+        proc = process.run_bounded(
+            [sys.executable, str(_CHILD), name, str(MAX_STACK)],
+            cwd=Path(str(request["tree"])),
+            env=env,
+            timeout=kustomize_timeout(),
+            what=f"jsonnet evaluation of {display}",
+            limit=yamlio.MAX_BYTES,
+            hint=f"raise {TIMEOUT_ENV} if the jsonnet needs longer",
         )
-        raise RuntimeError("import not found")
+    finally:
+        Path(name).unlink()
+    try:
+        results = json.loads(proc.stdout)
+    except ValueError:
+        results = None
+    if proc.returncode != 0 or not isinstance(results, list):
+        tail = proc.stderr.decode("utf-8", "replace").strip().splitlines()
+        raise SourceError(
+            f"{display}: jsonnet evaluation failed (exit {proc.returncode}): "
+            f"{tail[-1] if tail else 'no output'}"
+        )
+    return [r for r in results if isinstance(r, dict)]
 
 
 def _variables(
