@@ -58,8 +58,7 @@ class Type:
         self.kind = kind  # "map" | "list" | "set" | "scalar" | "any"
         self.atomic = atomic
         self.keys = keys  # list-map keys ("list"); () for positional items
-        known = node.known_fields() if node is not None and kind == "map" else None
-        self.named: frozenset[str] = known or frozenset()
+        self.named: frozenset[str] = _declared(node) if kind == "map" else frozenset()
         self._fields: dict[str, Type] = {}
         self._items: Type | None = None
 
@@ -76,7 +75,21 @@ class Type:
         return self._items
 
 
+def _declared(node: Node | None) -> frozenset[str]:
+    """The struct fields a schema declares (structured-merge-diff's named fields), also beside
+    additionalProperties or x-kubernetes-preserve-unknown-fields."""
+    if node is None:
+        return frozenset()
+    known = node.known_fields()
+    if known is not None:
+        return frozenset(known)
+    raw = getattr(node, "_raw", None)  # schema.Node's resolved schema: declared properties
+    props = raw.get("properties") if isinstance(raw, Mapping) else None
+    return frozenset(props) if isinstance(props, Mapping) else frozenset()
+
+
 _TYPES: dict[int, tuple[Node, Type]] = {}
+_TYPES_MAX = 100_000  # one bundled schema resolves a few thousand; a long-lived process resets
 ANY = Type(None, "any", False, ())
 
 
@@ -88,6 +101,8 @@ def of(node: Node | None) -> Type:
     if hit is not None and hit[0] is node:
         return hit[1]
     found = _resolve(node)
+    if len(_TYPES) >= _TYPES_MAX:
+        _TYPES.clear()
     _TYPES[id(node)] = (node, found)
     return found
 
@@ -107,12 +122,8 @@ def _resolve(node: Node) -> Type:
             return Type(node, "set", False, ())
         return Type(node, "list", True, ())
     if kind == "object":
-        if (
-            node.is_preserve_unknown_fields
-            and node.known_fields() is None
-            and not node.is_map_of_values
-        ):
-            return Type(node, "any", False, ())
+        if node.is_preserve_unknown_fields and not _declared(node) and not node.is_map_of_values:
+            return Type(node, "any", False, ())  # free-form: deduced from the value
         return Type(node, "map", node.map_type == "atomic", ())
     if kind in ("string", "integer", "number", "boolean"):
         return Type(node, "scalar", False, ())
