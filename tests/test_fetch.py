@@ -312,6 +312,30 @@ def test_two_concurrent_runs_on_a_cold_cache_both_succeed(
     assert daemon.requests() <= 4  # each fetches at most once; usually the second waits, reuses
 
 
+def test_all_apps_of_one_repository_fetch_it_once(
+    daemon: GitDaemon, cache: Path, tmp_path: Path, run_cli: Callable[..., Result]
+) -> None:
+    """`--all` over four Applications of the served repository (rendered in parallel): one
+    fetch of the synced commit for all of them; the second run fetches nothing."""
+    doc = yaml.safe_load(snapshot_for(tmp_path, daemon.url(NAME)).read_text())
+    app = next(o for o in doc["items"] if o["kind"] == "Application")
+    for i in range(1, 4):
+        twin = json.loads(json.dumps(app))
+        twin["metadata"]["name"] = f"guestbook-{i}"
+        doc["items"].append(twin)
+    snap = tmp_path / "fleet.yaml"
+    snap.write_text(yaml.safe_dump(doc))
+    args = ["--all", "--snapshot", str(snap), "--no-entry-points", "-o", "json"]
+    first = run_cli(args)
+    assert first.exit_code == ExitCode.DRIFT, first.stderr
+    report = json.loads(first.stdout)
+    assert len(report["applications"]) == 4
+    assert report["errors"] == []
+    assert daemon.requests() == 2
+    assert run_cli(args).stdout == first.stdout
+    assert daemon.requests() == 2
+
+
 def test_threads_of_one_run_share_one_fetch(
     daemon: GitDaemon, cache: Path, tmp_path: Path, clone: Path
 ) -> None:
