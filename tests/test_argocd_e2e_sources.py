@@ -340,3 +340,32 @@ def test_source_hydrator_compares_the_sync_source() -> None:
 def test_a_bad_source_hydrator_is_an_app_error(hydrator: Any, message: str) -> None:
     with pytest.raises(AppError, match=message):
         _hydrated(hydrator)
+
+
+def test_exec_flags_of_build_options_need_allow_plugins() -> None:
+    cm = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": "argocd-cm", "namespace": "argocd"},
+        "data": {
+            "kustomize.buildOptions": "--enable-alpha-plugins --enable-exec --enable-helm "
+            "--mount type=bind,src=/x,dst=/y --load-restrictor=LoadRestrictionsNone"
+        },
+    }
+    # without --allow-plugins the flags that run commands are left out (a kustomization that
+    # needs them fails with kustomize's own message), the rest stays
+    assert render_config.of([cm]).kustomize_flags() == (
+        "--enable-helm",
+        "--load-restrictor=LoadRestrictionsNone",
+    )
+    allowed = render_config.of([cm], allow_plugins=True)
+    assert allowed.kustomize_flags() == allowed.kustomize_build_options
+
+
+def test_exec_flags_given_directly_are_refused(tmp_path: Path) -> None:
+    write(tmp_path, "app/kustomization.yaml", "resources: []\n")
+    with pytest.raises(SourceError, match=r"--enable-exec is not allowed") as err:
+        kustomize.build(
+            tmp_path, "app", {}, workdir=tmp_path / "w", build_options=["--enable-exec"]
+        )
+    assert "--allow-plugins" in (err.value.hint or "")

@@ -21,6 +21,7 @@ from kubectl_gitdrift.sources import cmp
 BUILD_OPTIONS_KEY = "kustomize.buildOptions"
 CMP_CONFIGMAP = cmp.CMP_CONFIGMAP
 _VERSION_PREFIXES = ("kustomize.version.", "kustomize.path.")
+_EXEC_FLAGS = ("--enable-alpha-plugins", "--enable-exec", "--enable-star")
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,6 +31,28 @@ class RenderConfig:
     argocd_cm_read: bool = False  # False: Argo CD's defaults (no argocd-cm seen)
     plugins: tuple[cmp.Plugin, ...] = ()
     allow_plugins: bool = False
+
+    def kustomize_flags(self) -> tuple[str, ...]:
+        """`kustomize.buildOptions` to build with: the flags that run commands from the
+        repository (exec and alpha KRM plugins, `--mount`) only with --allow-plugins; without
+        it they are left out, and a kustomization that needs them fails with kustomize's own
+        message."""
+        if self.allow_plugins:
+            return self.kustomize_build_options
+        out: list[str] = []
+        skip = False
+        for flag in self.kustomize_build_options:
+            if skip:
+                skip = False
+                continue
+            name = flag.split("=", 1)[0]
+            if name in _EXEC_FLAGS:
+                continue
+            if name == "--mount":
+                skip = "=" not in flag
+                continue
+            out.append(flag)
+        return tuple(out)
 
     def check_kustomize_version(self, version: str, display: str) -> None:
         """GetKustomizeBinaryPath: a version the Application names must be registered."""

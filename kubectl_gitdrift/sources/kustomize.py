@@ -62,14 +62,16 @@ def build(
     revision: str | None = None,
     cache: RenderCache | None = None,
     cached_only: bool = False,
+    allow_exec: bool = False,
 ) -> list[Manifest]:
     """Render the kustomization at `tree/app_path` with the Application's kustomize `options`.
 
     `tree` is only read: when the kustomization must be edited the build runs on a copy inside
     `workdir`. `env` is Argo CD's build environment (ARGOCD_APP_NAME, …) used to substitute
     `$VAR` in images and labels. `build_options` are extra flags (argocd-cm
-    `kustomize.buildOptions`); plugin flags are refused. With a `cache` and the commit `revision`
-    the tree holds, a render made before is read back instead of running kustomize.
+    `kustomize.buildOptions`); plugin flags are refused unless `allow_exec` (--allow-plugins).
+    With a `cache` and the commit `revision` the tree holds, a render made before is read back
+    instead of running kustomize.
 
     Each object's `origin` (the file that defines it) comes from kustomize's originAnnotations
     for kustomizations of up to `origin_annotations_max()` objects; past that the annotations
@@ -78,9 +80,11 @@ def build(
     """
     display = app_path.strip("/") or "."
     for flag in build_options:
-        if flag.split("=", 1)[0] in _FORBIDDEN_FLAGS:
+        if flag.split("=", 1)[0] in _FORBIDDEN_FLAGS and not allow_exec:
             raise SourceError(
-                f"kustomize build option {flag} is not allowed: gitdrift never runs plugins"
+                f"kustomize build option {flag} is not allowed: it runs commands from the "
+                "repository",
+                hint="pass --allow-plugins to allow kustomize's exec and alpha plugins",
             )
     limit = origin_annotations_max()
     key = None
@@ -687,7 +691,8 @@ def _run_build(kdir: Path, display: str, root: Path, build_options: Sequence[str
     cmd = [*_binary(), str(kdir), "--load-restrictor=LoadRestrictionsRootOnly", *build_options]
     tool = "kustomize build" if cmd[1] == "build" else "kubectl kustomize"
     env = dict(os.environ, LC_ALL="C")
-    env.pop("KUSTOMIZE_PLUGIN_HOME", None)
+    if "--enable-alpha-plugins" not in build_options:
+        env.pop("KUSTOMIZE_PLUGIN_HOME", None)
     timeout = kustomize_timeout()
     proc = process.run_tool(
         cmd,

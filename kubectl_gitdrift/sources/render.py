@@ -435,10 +435,11 @@ def _render_source(
             options,
             workdir=workdir,
             env=env,
-            build_options=build_options or conf.kustomize_build_options,
+            build_options=build_options or conf.kustomize_flags(),
             revision=None if sha == WORKING_TREE else sha,
             cache=None if sha == WORKING_TREE else cache,
             cached_only=cached_only,
+            allow_exec=conf.allow_plugins,
         )
     else:
         env = build_env(app, source, "" if sha == WORKING_TREE else sha)
