@@ -369,3 +369,18 @@ def test_exec_flags_given_directly_are_refused(tmp_path: Path) -> None:
             tmp_path, "app", {}, workdir=tmp_path / "w", build_options=["--enable-exec"]
         )
     assert "--allow-plugins" in (err.value.hint or "")
+
+
+def test_source_types_argocd_cm_disables(tmp_path: Path) -> None:
+    cm = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": "argocd-cm", "namespace": "argocd"},
+        "data": {"jsonnet.enable": "false", "helm.enable": "true", "kustomize.enable": ""},
+    }
+    assert render_config.of([cm]).disabled == frozenset({"jsonnet"})
+    write(tmp_path, "app/a.jsonnet", "error 'jsonnet is off: never evaluated'")
+    write(tmp_path, "app/cm.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm}\n")
+    assert [m.key.name for m in directory.collect(tmp_path, "app", {}, jsonnet_enabled=False)] == [
+        "cm"
+    ]

@@ -22,6 +22,7 @@ BUILD_OPTIONS_KEY = "kustomize.buildOptions"
 CMP_CONFIGMAP = cmp.CMP_CONFIGMAP
 _VERSION_PREFIXES = ("kustomize.version.", "kustomize.path.")
 _EXEC_FLAGS = ("--enable-alpha-plugins", "--enable-exec", "--enable-star")
+_ENABLE_KEYS = {"kustomize.enable": "kustomize", "helm.enable": "helm", "jsonnet.enable": "jsonnet"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,6 +32,9 @@ class RenderConfig:
     argocd_cm_read: bool = False  # False: Argo CD's defaults (no argocd-cm seen)
     plugins: tuple[cmp.Plugin, ...] = ()
     allow_plugins: bool = False
+    # argocd-cm `kustomize.enable`/`helm.enable`/`jsonnet.enable: "false"` (GetEnabledSourceTypes):
+    # such sources are read as plain YAML, and jsonnet files are skipped
+    disabled: frozenset[str] = frozenset()
 
     def kustomize_flags(self) -> tuple[str, ...]:
         """`kustomize.buildOptions` to build with: the flags that run commands from the
@@ -79,6 +83,7 @@ def of(
     build: tuple[str, ...] = ()
     versions: set[str] = set()
     read = False
+    disabled: set[str] = set()
     plugins: list[cmp.Plugin] = []
     for body in configmaps:
         if body.get("kind") != "ConfigMap":
@@ -88,6 +93,10 @@ def of(
         if name == "argocd-cm":
             read = True
             build = tuple(str((data or {}).get(BUILD_OPTIONS_KEY) or "").split())
+            for key, kind in _ENABLE_KEYS.items():
+                value = str((data or {}).get(key) or "")
+                if value and value != "true":
+                    disabled.add(kind)
             for key in data or {}:
                 for prefix in _VERSION_PREFIXES:
                     if str(key).startswith(prefix) and len(str(key)) > len(prefix):
@@ -102,4 +111,5 @@ def of(
         argocd_cm_read=read,
         plugins=tuple(plugins),
         allow_plugins=allow_plugins,
+        disabled=frozenset(disabled),
     )

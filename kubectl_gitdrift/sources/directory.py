@@ -38,10 +38,13 @@ def collect(
     app_path: str,
     options: Mapping[str, Any] | None = None,
     env: Mapping[str, str] | None = None,
+    *,
+    jsonnet_enabled: bool = True,
 ) -> list[Manifest]:
     """The objects of the directory source at `tree/app_path`, origin = repo-relative file path.
 
-    `env` is Argo CD's build environment, substituted into jsonnet extVars and TLAs."""
+    `env` is Argo CD's build environment, substituted into jsonnet extVars and TLAs; without
+    `jsonnet_enabled` (argocd-cm `jsonnet.enable: "false"`) jsonnet files are skipped."""
     options = options or {}
     display = app_path.strip("/") or "."
     app_dir = tree / app_path if display != "." else tree
@@ -59,6 +62,8 @@ def collect(
     for path in _walk(app_dir, recurse):
         rel = path.relative_to(app_dir).as_posix()
         is_jsonnet = path.name.endswith(".jsonnet")
+        if is_jsonnet and not jsonnet_enabled:
+            continue
         if not no_filter and not is_jsonnet and not path.name.endswith(MANIFEST_SUFFIXES):
             continue
         if not _selected(rel, include, exclude):

@@ -390,6 +390,8 @@ def _render_source(
             env = build_env(app, source, "" if sha == WORKING_TREE else sha)
             if cmp.discover(conf.plugins, app_dir, env, conf.allow_plugins) is not None:
                 kind = "plugin"
+        if kind in conf.disabled:  # argocd-cm `<type>.enable: false`: plain YAML, as Argo CD
+            kind = "directory"
     part = RenderedSource(index, source.repo_url, path, kind, sha, tree)
     if kind == "helm":
         if cached_only:
@@ -413,9 +415,7 @@ def _render_source(
             raise CacheMiss(path)
         env = build_env(app, source, "" if sha == WORKING_TREE else sha)
         plugin_options = blocks.get("plugin") or {}
-        plugin = cmp.select(
-            conf.plugins, plugin_options, app_dir, env, conf.allow_plugins, path
-        )
+        plugin = cmp.select(conf.plugins, plugin_options, app_dir, env, conf.allow_plugins, path)
         return part, cmp.generate(
             plugin,
             tree=tree,
@@ -443,7 +443,9 @@ def _render_source(
         )
     else:
         env = build_env(app, source, "" if sha == WORKING_TREE else sha)
-        objs = directory.collect(tree, path, options, env)
+        objs = directory.collect(
+            tree, path, options, env, jsonnet_enabled="jsonnet" not in conf.disabled
+        )
     return part, objs
 
 
