@@ -75,14 +75,20 @@ def scenario_servers(
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[Callable[[Path, dict[str, str]], Served]]:
     """Start each (kind, directory) once per session; stop them all at the end."""
-    started: dict[tuple[str, Path], Served] = {}
+    started: dict[tuple[str, Path, tuple[tuple[str, str], ...]], Served] = {}
 
     def start(scenario: Path, serve: dict[str, str]) -> Served:
         merged = Served({})
-        for kind, src in sorted(serve.items()):
-            key = (kind, (scenario / src).resolve())
+        # git last: the repository it serves may name the other servers (${HELM_REPO_URL}, …)
+        for kind, src in sorted(serve.items(), key=lambda kv: (kv[0] == "git", kv[0])):
+            names = tuple(sorted(merged.placeholders.items())) if kind == "git" else ()
+            key = (kind, (scenario / src).resolve(), names)
             if key not in started:
-                started[key] = SERVERS[kind](key[1], tmp_path_factory.mktemp(f"serve-{kind}"))
+                work = tmp_path_factory.mktemp(f"serve-{kind}")
+                source = key[1]
+                if names:
+                    source = _substituted(source, work / "src", merged.placeholders)
+                started[key] = SERVERS[kind](source, work)
             merged.placeholders.update(started[key].placeholders)
             merged.env.update(started[key].env)
         return merged
