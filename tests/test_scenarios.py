@@ -1,12 +1,13 @@
 """Every directory under testdata/scenarios/ runs through the real CLI, offline, against its
 golden files. Adding a test is adding a directory; `pytest --update-golden` rewrites goldens.
 
-A scenario may start servers on loopback (`serve: {helm: charts-src/, oci: charts-src/}` in
-scenario.yaml). Each server kind in SERVERS gives placeholders (`${HELM_REPO_URL}`, …) that are
-substituted into the snapshot and the repo files before the run, and put back in place of their
-values in the output, so goldens do not depend on ports. `${REPO_HEAD}` is the built repo's
-HEAD commit (it changes when a substituted URL is committed). `repo_root: false` runs without
---repo-root (for sources that need no git)."""
+A scenario may start servers on loopback (`serve: {helm: charts-src/, oci: charts-src/,
+git: repo-src/}` in scenario.yaml). Each server kind in SERVERS gives placeholders
+(`${HELM_REPO_URL}`, `${GIT_REPO_URL}`, …) that are substituted into the snapshot and the repo
+files before the run, and put back in place of their values in the output, so goldens do not
+depend on ports. `${REPO_HEAD}` is the built repo's HEAD commit (it changes when a substituted
+URL is committed). `repo_root: false` runs without --repo-root (for sources that need no git,
+or a repository the `git` server serves: gitdrift fetches it)."""
 
 from __future__ import annotations
 
@@ -67,7 +68,8 @@ SERVERS: dict[str, Callable[[Path, Path], Served]] = {
     "git": _serve_git,
 }
 """Server kinds a scenario can `serve:`; a kind is (source dir, work dir) -> Served. Add a kind
-here (one function, one entry) to serve something else, e.g. a git repository."""
+here (one function, one entry) to serve something else. `git` starts last, on a copy of its
+source with the other servers' placeholders filled in."""
 
 
 @pytest.fixture(scope="session")
