@@ -11,6 +11,7 @@ import socket
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -282,11 +283,21 @@ def test_a_killed_fetch_leaves_nothing_a_later_run_trusts(
     (mirror / "refs" / "heads" / "main.lock").write_text("")
     (mirror / "config.lock").write_text("")
     (mirror / "objects" / "pack" / "tmp_pack_XXXX").write_bytes(b"PACK")
-    (cache / "git" / ".tmp-abandoned.git").mkdir()  # a new mirror a killed run was building
+    # new mirrors killed runs were building: one two hours old, one just started (maybe running)
+    old, young = cache / "git" / ".tmp-old.git", cache / "git" / ".tmp-young.git"
+    for scratch in (old, young):
+        (scratch / "objects").mkdir(parents=True)
+    os.utime(old, (time.time() - 7200, time.time() - 7200))
     result = run_cli(offline(snap, "--revision", "main"))
     assert result.exit_code == ExitCode.DRIFT, result.stderr
     assert not (mirror / "config.lock").exists()
     assert not list((mirror / "objects" / "pack").glob("tmp_*"))
+    # a cold mirror of another repository prunes what is stale, never what is young
+    other = snapshot_for(tmp_path, daemon.url("other.git"), "other.yaml")
+    daemon.serve(daemon.base / NAME, "other.git")
+    assert run_cli(offline(other)).exit_code == ExitCode.DRIFT
+    assert not old.exists()
+    assert young.exists()
 
 
 # ---------------------------------------------------------------------------- concurrency

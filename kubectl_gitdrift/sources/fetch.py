@@ -37,6 +37,7 @@ import signal
 import subprocess
 import tempfile
 import threading
+import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -328,6 +329,7 @@ class Mirror:
         return sha
 
     def _new_mirror(self) -> Path:
+        _prune_scratch(self.directory)
         scratch = Path(tempfile.mkdtemp(dir=self.directory, prefix=".tmp-", suffix=".git"))
         _git(scratch, "init", "--quiet", "--bare", timeout=self.timeout)
         for key, value in _MIRROR_CONFIG:
@@ -609,6 +611,19 @@ def _locked(path: Path) -> Iterator[None]:
         yield
     finally:
         os.close(fd)  # closing releases the lock
+
+
+_STALE_SECONDS = 3600
+
+
+def _prune_scratch(directory: Path) -> None:
+    """Remove new mirrors that killed runs left half-built (`.tmp-*`), once an hour old: a
+    younger one may be another run's, building right now."""
+    now = time.time()
+    for scratch in directory.glob(".tmp-*"):
+        with contextlib.suppress(OSError):
+            if now - scratch.stat().st_mtime > _STALE_SECONDS:
+                shutil.rmtree(scratch, ignore_errors=True)
 
 
 def _remove_stale_locks(repo: Path) -> None:
