@@ -237,3 +237,20 @@ def test_server_side_diff_uses_the_dry_run_answer() -> None:
     drift = serverside.compare(_manifest(desired), _manifest(live), ctx, answer)
     paths = [model.display_path(c.path) for c in drift.changes]
     assert paths == ["metadata.labels.team"]  # only one field differs from live
+
+
+def test_server_side_diff_answer_gets_the_ignore_rules() -> None:
+    path = TESTDATA / "apiserver/ssa/02-service-co-owned-fields-kept"
+    live, desired, answer, _ = _recording(path)
+    rule = model.IgnoreRule(group="", kind="Service", json_pointers=("/metadata/labels/team",))
+    base = diff.CompareContext(
+        settings=model.Settings(),
+        schema=SCHEMA,
+        defaults=defaults.apply_defaults,
+        ignore_rules=[("application", rule)],
+    )
+    choice = Choice(model.DiffStrategy.SERVER_SIDE_DIFF, "")
+    ctx = structured.Context(base, structured.Types.of(SCHEMA, []), choice)
+    drift = serverside.compare(_manifest(desired), _manifest(live), ctx, answer)
+    assert drift.status is model.ResourceStatus.SYNCED
+    assert [model.display_path(s.change.path) for s in drift.suppressed] == ["metadata.labels.team"]

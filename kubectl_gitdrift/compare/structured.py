@@ -161,6 +161,7 @@ def evaluate(
 
     def run(active: Sequence[normalize.ActiveRule]) -> tuple[dict, dict, list[model.Change]]:  # type: ignore[type-arg]
         config, current = pair.desired, pair.live
+        managed: dict[str, list[model.FieldPath]] = {}
         if active:
             managed = normalize.trusted_manager_paths(pair.raw_live, active)
             if managed:
@@ -168,6 +169,8 @@ def evaluate(
             config = normalize.apply_ignores(normalize.deepcopy(config), active, managed)
             current = normalize.apply_ignores(normalize.deepcopy(current), active, managed)
         predicted, current = predict(config, current)
+        if active:  # Server-Side Diff's answer is normalized like live (a no-op for the merge)
+            predicted = normalize.apply_ignores(normalize.deepcopy(predicted), active, managed)
         found = ordered_changes(predicted, current, pair.node, t)
         if defaults_fn is None or not found:
             return predicted, current, found
