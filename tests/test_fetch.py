@@ -24,7 +24,7 @@ from kubectl_gitdrift.errors import ExitCode
 from kubectl_gitdrift.sources import fetch
 from tests.apiserver import KubeAPIServer, ServerFactory, kube_apiserver  # noqa: F401
 from tests.conftest import ROOT, TESTDATA, Result
-from tests.gitdaemon import GitDaemon, free_port, git_env
+from tests.gitdaemon import GitDaemon, GitHttp, free_port, git_env
 
 INCIDENT = TESTDATA / "incident"
 GITHUB_URL = "https://github.com/example/guestbook-gitops.git"
@@ -298,6 +298,56 @@ def test_a_killed_fetch_leaves_nothing_a_later_run_trusts(
     assert run_cli(offline(other)).exit_code == ExitCode.DRIFT
     assert not old.exists()
     assert young.exists()
+
+
+# ---------------------------------------------------------------------------- credentials
+
+
+def test_the_users_own_git_config_and_credential_helper_are_used(
+    clone: Path,
+    cache: Path,
+    tmp_path: Path,
+    run_cli: Callable[..., Result],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The Application names `https://git.example.com/…`; the user's ~/.gitconfig rewrites it
+    (`url.<base>.insteadOf`) to a loopback smart-HTTP server that wants basic auth, and its
+    credential helper answers: gitdrift fetches with them, and stores neither URL nor password."""
+    with GitHttp(tmp_path / "http") as server:
+        server.serve(clone, NAME)
+        gitconfig = tmp_path / "gitconfig"
+        helper = "!f() { echo username=alice; echo password=s3cret; }; f"
+        gitconfig.write_text(
+            f'[url "{server.url("")}"]\n\tinsteadOf = https://git.example.com/org/\n'
+            f"[credential]\n\thelper = {json.dumps(helper)}\n"
+        )
+        monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(gitconfig))
+        snap = snapshot_for(tmp_path, f"https://git.example.com/org/{NAME}")
+        result = run_cli(offline(snap, "-o", "json"))
+        assert result.exit_code == ExitCode.DRIFT, result.stderr
+        assert server.fetches() == 2
+        (mirror,) = [cache / "git" / n for n in mirrors(cache) if n.endswith(".git")]
+        stored = "".join(p.read_text(errors="replace") for p in mirror.rglob("*") if p.is_file()
+                         and p.stat().st_size < 100_000)  # fmt: skip
+        assert "s3cret" not in stored
+        assert "127.0.0.1" not in git(mirror, "config", "--list")
+
+
+def test_a_password_prompt_never_hangs(
+    clone: Path,
+    cache: Path,
+    tmp_path: Path,
+    run_cli: Callable[..., Result],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A server that wants a password and no credential helper: git would ask on the terminal;
+    gitdrift's git has no terminal and GIT_TERMINAL_PROMPT=0, so it is a one-line error."""
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(tmp_path / "no-gitconfig"))
+    with GitHttp(tmp_path / "http") as server:
+        url = server.serve(clone, NAME)
+        result = run_cli(offline(snapshot_for(tmp_path, url)))
+    one_line_error(result, "argocd/guestbook", url, "terminal prompts disabled")
+    assert [n for n in mirrors(cache) if not n.endswith(".lock")] == []
 
 
 # ---------------------------------------------------------------------------- concurrency
