@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
@@ -20,7 +21,8 @@ from kubectl_gitdrift.sources import cmp
 from kubectl_gitdrift.sources import config as render_config
 from kubectl_gitdrift.sources.kustomize import TIMEOUT_ENV
 from kubectl_gitdrift.sources.render import render
-from tests.conftest import Result
+from tests.apiserver import ServerFactory, kube_apiserver  # noqa: F401 - the fixture
+from tests.conftest import TESTDATA, Result
 
 BUILD_ENV = {"ARGOCD_APP_NAME": "payments", "ARGOCD_APP_NAMESPACE": "payments"}
 CONFIGMAP = (
@@ -450,3 +452,48 @@ def test_cli_a_hanging_discovered_plugin_is_exit_3(
         "error: source path app: config management plugin slow-v2 generate timed out after 1s"
     )
     assert lines[1] == f"  hint: raise {TIMEOUT_ENV} if the plugin needs longer"
+
+
+# --------------------------------------------------------------------------- live mode
+
+CMP_SCENARIO = TESTDATA / "scenarios" / "source-cmp-kustomize"
+
+
+@pytest.mark.cluster
+def test_live_reads_argocd_cmp_cm_only_with_allow_plugins(
+    kube_apiserver: ServerFactory,  # noqa: F811
+    build_repo: Callable[[Path], Path],
+    run_cli: Callable[..., Result],
+) -> None:
+    if not (shutil.which("kustomize") or shutil.which("kubectl")):
+        pytest.fail("the CMP scenario's plugin runs kustomize (kubectl or kustomize on PATH)")
+    objects = yaml.safe_load((CMP_SCENARIO / "snapshot.yaml").read_text())["items"]
+    server = kube_apiserver(objects)
+    repo = build_repo(CMP_SCENARIO / "repo-src")
+    base = ["payments", "--kubeconfig", str(server.kubeconfig_path), "--context", server.context,
+            "--repo-root", str(repo), "--no-entry-points"]  # fmt: skip
+    refused = run_cli(base)
+    assert refused.exit_code == ExitCode.ERROR
+    assert "config management plugin kustomize-envsubst-v1.0 renders this source, and no " in (
+        refused.stderr
+    )
+    assert "--allow-plugins to read argocd-cmp-cm" in refused.stderr
+    live = run_cli([*base, "--allow-plugins", "-o", "json"])
+    assert live.exit_code == ExitCode.DRIFT, live.stderr
+    offline = run_cli(
+        [
+            "payments",
+            "--snapshot",
+            str(CMP_SCENARIO / "snapshot.yaml"),
+            "--repo-root",
+            str(repo),
+            "--no-entry-points",
+            "--allow-plugins",
+            "-o",
+            "json",
+        ]
+    )
+    live_doc, offline_doc = json.loads(live.stdout), json.loads(offline.stdout)
+    assert live_doc.pop("mode") == "live"
+    assert offline_doc.pop("mode") == "offline"
+    assert live_doc["applications"][0]["resources"] == offline_doc["applications"][0]["resources"]
