@@ -621,3 +621,25 @@ def test_secret_values_from_a_dry_run_are_fingerprinted(tmp_path: Path) -> None:
     assert marker not in json.dumps(predicted)
     assert "czNjcjN0LW1hcmtlci12YWx1ZQ==" not in json.dumps(predicted)
     assert predicted == snapshot.redact_secret(answer, key)
+
+
+@pytest.mark.server_dry_run
+def test_cluster_dry_run_apply_gives_the_servers_answer(
+    kube_apiserver: ServerFactory,  # noqa: F811
+) -> None:
+    """The cluster layer alone: one PATCH per object, answers in order, the server's object
+    verbatim (managedFields included: the webhook-mutation filter needs them)."""
+    server = kube_apiserver([read(r, "live-before.json") for r in CASES])
+    config = cluster.Config(kubeconfig=str(server.kubeconfig_path), backoff=0.01)
+    sent = [read(r, "desired.yaml") for r in CASES]
+    with cluster.Cluster(config) as kc:
+        answers = kc.dry_run_apply(sent)
+    assert [a.error for a in answers] == ["", "", ""]
+    for recording, answer in zip(CASES, answers, strict=True):
+        assert answer.status == 200
+        assert answer.sent is sent[list(CASES).index(recording)]
+        assert answer.predicted == read(recording, "dryrun-response.json")
+        assert answer.predicted is not None
+        assert answer.predicted["metadata"]["managedFields"]
+    assert len(server.dry_runs) == 3
+    assert not server.write_violations
