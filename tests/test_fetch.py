@@ -179,6 +179,19 @@ def test_branch_tag_head_and_short_sha_resolve_like_the_repo_server(
     git(served, "update-ref", "refs/heads/release", SYNCED)
     assert rendered("release") == SYNCED
 
+    # offline, HEAD is what the last fetch saw; a server whose HEAD is detached works too
+    assert rendered_offline(run_cli, snap, "HEAD") == SYNCED
+    git(served, "update-ref", "--no-deref", "HEAD", FIRST)
+    assert rendered("HEAD") == FIRST
+    assert rendered_offline(run_cli, snap, "HEAD") == FIRST
+    assert rendered_offline(run_cli, snap, "main") == SYNCED
+
+
+def rendered_offline(run_cli: Callable[..., Result], snap: Path, revision: str) -> str:
+    result = run_cli(offline(snap, "-o", "json", "--offline", "--revision", revision))
+    assert result.exit_code in (ExitCode.OK, ExitCode.DRIFT), result.stderr
+    return str(json.loads(result.stdout)["applications"][0]["sync"]["revision"])
+
 
 # ---------------------------------------------------------------------------- --offline
 

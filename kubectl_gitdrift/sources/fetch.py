@@ -63,7 +63,8 @@ _SHORT_SHA = re.compile(r"[0-9a-f]{7,63}")
 _SCP_URL = re.compile(r"^(?:[\w.-]+@)?[\w.-]+:(?!//)")
 _USERINFO = re.compile(r"(://[^/@:\s]+):[^/@\s]*@")
 _HEAD = "refs/gitdrift/HEAD"
-"""The server's HEAD as last fetched (a symbolic ref to its branch)."""
+"""The server's HEAD as last fetched (a symbolic ref to its branch, or to _DETACHED)."""
+_DETACHED = "refs/gitdrift/detached-HEAD"
 _REFUSED = re.compile(r"not our ref|unadvertised object|want .* not valid", re.IGNORECASE)
 _ALL_REFS = ("+refs/heads/*:refs/heads/*", "+refs/tags/*:refs/tags/*")
 _MIRROR_CONFIG = (
@@ -361,14 +362,16 @@ class Mirror:
         name = _match_ref(rev, refs, symrefs)
         if name is not None:
             sha = refs.get(f"{name}^{{}}", refs[name])
+            local = _DETACHED if name == "HEAD" else name  # a server whose HEAD is detached
             if not self._has_commit(repo, sha):
-                self._fetch_refs(repo, app, f"+{name}:{name}")
-                fetched = _rev_parse(repo, f"{name}^{{commit}}", self.timeout)
+                self._fetch_refs(repo, app, f"+{name}:{local}")
+                fetched = _rev_parse(repo, f"{local}^{{commit}}", self.timeout)
                 sha = fetched or sha  # the branch may have moved since ls-remote: the newer
             else:  # remembered for --offline runs
-                _git(repo, "update-ref", name, sha, timeout=self.timeout)
-            if rev == "HEAD" and "HEAD" in symrefs:
-                _git(repo, "symbolic-ref", _HEAD, symrefs["HEAD"], timeout=self.timeout)
+                _git(repo, "update-ref", "--no-deref", local, sha, timeout=self.timeout)
+            if rev == "HEAD":
+                target = symrefs.get("HEAD", _DETACHED)
+                _git(repo, "symbolic-ref", _HEAD, target, timeout=self.timeout)
             if not self._has_commit(repo, sha):
                 raise SourceError(f"{app}: fetching {self.shown} at {rev} gave no commit {sha}")
             return sha
