@@ -268,6 +268,18 @@ def test_revision_that_does_not_exist(
     assert run_cli(offline(snap, "--offline")).exit_code == ExitCode.DRIFT
 
 
+def test_a_semver_constraint_on_git_tags_is_said_not_guessed(
+    daemon: GitDaemon, cache: Path, tmp_path: Path, run_cli: Callable[..., Result]
+) -> None:
+    """Argo CD resolves `>=1.0.0 <2` on git tags to the highest matching tag; gitdrift does not
+    (yet): an error that says so, never some other commit."""
+    git(daemon.base / NAME, "tag", "v1.0.0", FIRST)
+    snap = snapshot_for(tmp_path, daemon.url(NAME))
+    result = run_cli(offline(snap, "--revision", ">=1.0.0 <2"))
+    one_line_error(result, "argocd/guestbook", ">=1.0.0 <2", "unable to resolve")
+    assert "semver constraint" in result.stderr
+
+
 def test_a_server_that_never_answers_times_out(
     cache: Path, tmp_path: Path, run_cli: Callable[..., Result], monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -62,6 +62,8 @@ _FULL_SHA = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 _SHORT_SHA = re.compile(r"[0-9a-f]{7,63}")
 _SCP_URL = re.compile(r"^(?:[\w.-]+@)?[\w.-]+:(?!//)")
 _USERINFO = re.compile(r"(://[^/@:\s]+):[^/@\s]*@")
+_CONSTRAINT = re.compile(r"[*^~<>=|, ]|\.[xX](\.|$)")
+"""What makes a targetRevision a semver constraint (`1.2.*`, `>=1.0 <2`, `^1.2`, `1.x`)."""
 _HEAD = "refs/gitdrift/HEAD"
 """The server's HEAD as last fetched (a symbolic ref to its branch, or to _DETACHED)."""
 _DETACHED = "refs/gitdrift/detached-HEAD"
@@ -267,7 +269,7 @@ class Mirror:
         of its tree; fetched when missing (SourceError naming `app`, the URL and git's cause).
         `cached_only` raises CacheMiss rather than go to the network."""
         rev = revision.strip() or "HEAD"
-        if rev.startswith("-") or any(c in rev for c in "\0\n\r\t "):
+        if rev.startswith("-") or any(c in rev for c in "\0\n\r\t"):
             raise SourceError(
                 f"{app}: revision {rev!r} of {self.shown} is not a valid git revision"
             )
@@ -380,11 +382,17 @@ class Mirror:
             found = self._local_commit(repo, low, exact_only=False)
             if found is not None:
                 return found
+        hint = (
+            "Argo CD resolves a semver constraint on git tags to the highest matching tag; "
+            "gitdrift does not yet: pick the tag with --revision"
+            if _CONSTRAINT.search(rev)
+            else "check the source's targetRevision (a branch, a tag, HEAD or a commit id), or "
+            "pick another with --revision"
+        )
         raise SourceError(
             f"{app}: revision {rev} not found in {self.shown}: unable to resolve {rev!r} to a "
             "commit SHA",
-            hint="check the source's targetRevision (a branch, a tag, HEAD or a commit id), or "
-            "pick another with --revision",
+            hint=hint,
         )
 
     def _ls_remote(self, repo: Path, app: str) -> tuple[dict[str, str], dict[str, str]]:
