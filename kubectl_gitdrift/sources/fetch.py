@@ -11,7 +11,8 @@ used as it is, and is not fetched when the mirror has it (a second run of an app
 compared makes no network access at all); `HEAD`, a branch or a tag is looked up with
 `git ls-remote` (a branch before a tag of the same name, symbolic refs followed, annotated tags
 peeled); a shorter hex string that names no ref is a commit id prefix, looked up after fetching
-every branch and tag.
+every branch and tag. A semver constraint on tags (`>=1.2 <2`), which recent Argo CD resolves to
+the highest matching tag, is not resolved yet: an error says so.
 
 git runs as the user: their environment and configuration (credential helpers, the SSH agent,
 `url.<base>.insteadOf`), never Argo CD's repository Secrets; with `GIT_TERMINAL_PROMPT=0`, in
