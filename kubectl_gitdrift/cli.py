@@ -299,6 +299,7 @@ def _evaluate(
                 Path(workdir),
                 progress,
                 configmaps=workflow.render_configmaps(state),
+                kube_version=state.capture.kube_version if state.capture is not None else "",
             )
             mode = "offline"
         else:

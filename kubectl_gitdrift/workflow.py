@@ -175,16 +175,19 @@ def prepare(
     workdir: Path,
     progress: Progress,
     configmaps: Sequence[model.Body] = (),
+    kube_version: str = "",
 ) -> list[Target]:
     """Parse and render every Application (concurrently, bounded), from the clones given with
     --repo-root or else from repoURL fetched into the cache; skip the ones whose repoURL is not
     the clone at a plain --repo-root DIR (with --all). `configmaps` are argocd-cm and
     argocd-cmp-cm, when read (kustomize build options and versions, plugin definitions),
-    and the AppProjects (sourceRepos)."""
+    and the AppProjects (sourceRepos); `kube_version` is the destination cluster's gitVersion,
+    for helm, kustomize helmCharts and plugins, as Argo CD passes it."""
     render_config = source_config.of(
         configmaps,
         cmp_files=getattr(args, "cmp", None) or (),
         allow_plugins=getattr(args, "allow_plugins", False),
+        kube_version=kube_version,
     )
     targets = []
     for body in bodies:
@@ -499,7 +502,15 @@ def gather_live(
         settings = application.parse_settings(
             next((d for d in argocd_docs if application.is_argocd_cm(d)), None)
         )
-        targets = prepare(bodies, settings, args, workdir, progress, configmaps=argocd_docs)
+        targets = prepare(
+            bodies,
+            settings,
+            args,
+            workdir,
+            progress,
+            configmaps=argocd_docs,
+            kube_version=str(kc.version.get("gitVersion") or ""),
+        )
         if not args.all and targets and targets[0].error is not None:
             raise targets[0].error
         wants, namespaces = _wants(targets, kc.discovery)

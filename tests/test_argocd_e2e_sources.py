@@ -5,6 +5,7 @@ real helm and kustomize where they run."""
 
 from __future__ import annotations
 
+import dataclasses
 import shutil
 from pathlib import Path
 from typing import Any
@@ -384,3 +385,57 @@ def test_source_types_argocd_cm_disables(tmp_path: Path) -> None:
     assert [m.key.name for m in directory.collect(tmp_path, "app", {}, jsonnet_enabled=False)] == [
         "cm"
     ]
+
+
+@pytest.mark.parametrize(
+    ("git_version", "expected"),
+    [("v1.31.2+k3s1", "1.31.2"), ("v1.29.4-eks-1552ad0", "1.29.4"), ("1.30", "1.30"), ("", "")],
+)
+def test_kube_version_as_argo_cd_parses_it(git_version: str, expected: str) -> None:
+    assert render_config.parse_kube_version(git_version) == expected
+    assert render_config.of([], kube_version=git_version).kube_version == expected
+
+
+@needs_helm
+@needs_kustomize
+def test_helm_charts_get_the_kube_version(tmp_path: Path) -> None:
+    tree = tmp_path / "tree"
+    _helm_chart_tree(tree)
+    write(
+        tree,
+        "app/charts/mini/templates/kube.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: kube}\n"
+        "data: {version: '{{ .Capabilities.KubeVersion.Version }}'}\n",
+    )
+    built = kustomize.build(
+        tree, "app", {"kubeVersion": "1.29.4"}, workdir=tmp_path / "w",
+        build_options=["--enable-helm"],
+    )  # fmt: skip
+    assert {m.key.name: m.body["data"] for m in built}["kube"] == {"version": "v1.29.4"}
+
+
+@needs_helm
+def test_the_cluster_version_reaches_helm_unless_the_app_sets_one(tmp_path: Path) -> None:
+    from kubectl_gitdrift.sources.render import render
+
+    write(tmp_path, "chart/Chart.yaml", "apiVersion: v2\nname: c\nversion: 0.1.0\n")
+    write(
+        tmp_path,
+        "chart/templates/cm.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: kube}\n"
+        "data: {version: '{{ .Capabilities.KubeVersion.Version }}'}\n",
+    )
+
+    def version(helm_options: dict[str, Any]) -> str:
+        app = _hydrated({"drySource": {"repoURL": "x"}, "syncSource": {"path": "chart",
+                         "targetBranch": "main"}})  # fmt: skip
+        source = app.sources[0]
+        app = dataclasses.replace(
+            app, sources=(dataclasses.replace(source, kind="helm", options=helm_options),)
+        )
+        config = render_config.of([], kube_version="v1.28.3+k3s1")
+        rendered = render(app, tmp_path, local=True, workdir=tmp_path / "w", config=config)
+        return str(rendered.manifests[0].body["data"]["version"])
+
+    assert version({}) == "v1.28.3"
+    assert version({"kubeVersion": "1.30.1"}) == "v1.30.1"

@@ -10,6 +10,7 @@ whether running them is allowed (`--allow-plugins`).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,6 +36,9 @@ class RenderConfig:
     # argocd-cm `kustomize.enable`/`helm.enable`/`jsonnet.enable: "false"` (GetEnabledSourceTypes):
     # such sources are read as plain YAML, and jsonnet files are skipped
     disabled: frozenset[str] = frozenset()
+    # the destination cluster's version as Argo CD passes it to helm, kustomize's helmCharts and
+    # plugins (parseKubeVersion: "1.31.2" from "v1.31.2+k3s1"); "" when unknown
+    kube_version: str = ""
 
     def kustomize_flags(self) -> tuple[str, ...]:
         """`kustomize.buildOptions` to build with: the flags that run commands from the
@@ -77,6 +81,7 @@ def of(
     *,
     cmp_files: Sequence[Path] = (),
     allow_plugins: bool = False,
+    kube_version: str = "",
 ) -> RenderConfig:
     """The render settings from argocd-cm and argocd-cmp-cm (any order, others ignored) and
     the `--cmp` files."""
@@ -112,4 +117,12 @@ def of(
         plugins=tuple(plugins),
         allow_plugins=allow_plugins,
         disabled=frozenset(disabled),
+        kube_version=parse_kube_version(kube_version),
     )
+
+
+def parse_kube_version(git_version: str) -> str:
+    """Argo CD's parseKubeVersion (k8s.io version.ParseGeneric(...).String()): the numeric
+    components of a server's gitVersion, `v1.31.2+k3s1` → `1.31.2`; "" when there is none."""
+    match = re.match(r"^\s*v?(\d+(?:\.\d+)+)", git_version)
+    return match.group(1) if match else ""

@@ -642,12 +642,26 @@ def _helm_flags(
                 f"${helm.HELM_ENV}",
             )
         flags += ["--helm-command", _helm_command(binary, workdir)]
+    if not _knows_helm_versions(tuple(_binary())):
+        return flags  # kustomize before v5.3 (Argo CD passes these only from v5.3 on)
     kube_version = str(options.get("kubeVersion") or "")
     if kube_version:
         flags += ["--helm-kube-version", kube_version]
     for api_version in options.get("apiVersions") or []:
         flags += ["--helm-api-versions", str(api_version)]
     return flags
+
+
+@functools.lru_cache(maxsize=4)
+def _knows_helm_versions(cmd: tuple[str, ...]) -> bool:
+    """Does this kustomize take --helm-kube-version (v5.3+)? Its own --help says."""
+    try:
+        proc = subprocess.run(
+            [*cmd, "--help"], capture_output=True, timeout=30, check=False, stdin=subprocess.DEVNULL
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return b"--helm-kube-version" in proc.stdout + proc.stderr
 
 
 def _helm_command(binary: str, workdir: Path) -> str:

@@ -291,6 +291,15 @@ def detect_type(blocks: Mapping[str, Any], app_dir: Path, *, explicit_kind: str 
     return "directory"
 
 
+def _kube_version_default(
+    options: Mapping[str, Any], conf: render_config.RenderConfig
+) -> Mapping[str, Any]:
+    """GetKubeVersionOrDefault: the source's kubeVersion, else the destination cluster's."""
+    if options.get("kubeVersion") or not conf.kube_version:
+        return options
+    return {**options, "kubeVersion": conf.kube_version}
+
+
 def _explicit_type(blocks: Mapping[str, Any], explicit_kind: str) -> bool:
     """The source names its type (a non-empty tool block, or the block the Application has)."""
     return any(k in SOURCE_TYPES and (v or k == explicit_kind) for k, v in blocks.items())
@@ -401,7 +410,7 @@ def _render_source(
             app_dir,
             app=app,
             source=source,
-            options=blocks.get("helm") or {},
+            options=_kube_version_default(blocks.get("helm") or {}, conf),
             tree_for_ref=refs or {},
             workdir=workdir,
             env=env,
@@ -424,6 +433,7 @@ def _render_source(
             build_env=env,
             workdir=workdir,
             allow=conf.allow_plugins,
+            kube_version=conf.kube_version,
         )
     options = blocks.get(kind) or {}
     if kind == "kustomize":
@@ -432,7 +442,7 @@ def _render_source(
         objs = kustomize.build(
             tree,
             path,
-            options,
+            _kube_version_default(options, conf),
             workdir=workdir,
             env=env,
             build_options=build_options or conf.kustomize_flags(),
