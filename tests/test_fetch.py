@@ -268,6 +268,21 @@ def test_revision_that_does_not_exist(
     assert run_cli(offline(snap, "--offline")).exit_code == ExitCode.DRIFT
 
 
+def test_a_repo_url_that_would_run_a_command_is_refused(
+    cache: Path, tmp_path: Path, run_cli: Callable[..., Result], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`ext::` runs a command; an Application is not trusted to make gitdrift run one, even
+    when the user's own config allows the transport."""
+    gitconfig = tmp_path / "gitconfig"
+    gitconfig.write_text("[protocol]\n\tallow = always\n")
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(gitconfig))
+    marker = tmp_path / "ran"
+    url = f"ext::sh -c touch% {marker}"
+    result = run_cli(offline(snapshot_for(tmp_path, url)))
+    one_line_error(result, "argocd/guestbook", "transport 'ext' not allowed")
+    assert not marker.exists()
+
+
 def test_a_semver_constraint_on_git_tags_is_said_not_guessed(
     daemon: GitDaemon, cache: Path, tmp_path: Path, run_cli: Callable[..., Result]
 ) -> None:

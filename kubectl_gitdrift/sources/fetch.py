@@ -63,6 +63,9 @@ _FULL_SHA = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 _SHORT_SHA = re.compile(r"[0-9a-f]{7,63}")
 _SCP_URL = re.compile(r"^(?:[\w.-]+@)?[\w.-]+:(?!//)")
 _USERINFO = re.compile(r"(://[^/@:\s]+):[^/@\s]*@")
+_NO_COMMAND_TRANSPORTS = ("-c", "protocol.ext.allow=never", "-c", "protocol.fd.allow=never")
+"""A repoURL comes from the cluster: `ext::<command>` would run it. git forbids `ext` by default;
+this keeps it forbidden whatever the user's config says (command-line config wins)."""
 _CONSTRAINT = re.compile(r"[*^~<>=|, ]|\.[xX](\.|$)")
 """What makes a targetRevision a semver constraint (`1.2.*`, `>=1.0 <2`, `^1.2`, `1.x`)."""
 _HEAD = "refs/gitdrift/HEAD"
@@ -427,7 +430,7 @@ class Mirror:
         self, repo: Path, app: str, *args: str, stdin: bytes | None = None
     ) -> subprocess.CompletedProcess[bytes]:
         """A git command that talks to the server (the URL given for this command only)."""
-        cmd = ["-c", f"remote.origin.url={self.url}", *args]
+        cmd = [*_NO_COMMAND_TRANSPORTS, "-c", f"remote.origin.url={self.url}", *args]
         try:
             proc = _run(repo, cmd, timeout=self.timeout, stdin=stdin, network=True)
         except _TimedOut as exc:
