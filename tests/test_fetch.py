@@ -281,6 +281,16 @@ def test_a_repo_url_that_would_run_a_command_is_refused(
     result = run_cli(offline(snapshot_for(tmp_path, url)))
     one_line_error(result, "argocd/guestbook", "transport 'ext' not allowed")
     assert not marker.exists()
+    # nor can a newline in it smuggle configuration in
+    sneaky = "https://git.example.com/r.git\n[core]\n\tsshCommand = touch " + str(marker)
+    doc = yaml.safe_load((INCIDENT / "snapshot.yaml").read_text())
+    app = next(o for o in doc["items"] if o["kind"] == "Application")
+    app["spec"]["source"]["repoURL"] = sneaky
+    snap = tmp_path / "sneaky.yaml"
+    snap.write_text(yaml.safe_dump(doc))
+    result = run_cli(offline(snap))
+    one_line_error(result, "argocd/guestbook", "control characters")
+    assert not marker.exists()
 
 
 def test_a_semver_constraint_on_git_tags_is_said_not_guessed(

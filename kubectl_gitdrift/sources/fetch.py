@@ -216,6 +216,11 @@ class Repos:
             )
         if not source.repo_url:
             raise SourceError(f"application {app.qualified_name}: a source has no repoURL")
+        if any(ord(c) < 32 or c == "\x7f" for c in source.repo_url):
+            raise SourceError(
+                f"application {app.qualified_name}: repoURL {source.repo_url!r} has control "
+                "characters"
+            )
         key = (_key_url(source.repo_url), revision, False)
         with self._lock:
             mirror = self._mirrors.setdefault(
