@@ -25,9 +25,11 @@ from kubectl_gitdrift import (
     audit,
     compare,
     defaults,
+    diff,
     engine,
     hookspecs,
     model,
+    normalize,
     openapi,
     plugins,
     remedies,
@@ -585,10 +587,12 @@ def _server_dry_runs(
 ) -> None:
     """--server-dry-run: for each app Argo CD compares with Server-Side Diff, ask the API
     server what applying each desired object that exists live would store, as Argo CD does
-    (gitops-engine's serverSideDiff: the object with the tracking metadata Argo CD writes, a
-    dryRun=All apply as argocd-controller, force; objects missing live or hooks are not asked).
-    The answers go on the targets (Secret values fingerprinted like the live ones); an object
-    the server would not answer for is Unknown, never Synced."""
+    (gitops-engine's serverSideDiff: the object with the tracking metadata Argo CD writes,
+    remarshalled through its Go type and Normalized without ignore rules, e.g. a Secret's
+    stringData folded into data; a dryRun=All apply as argocd-controller, force; objects missing
+    live or hooks are not asked). The answers go on the targets (Secret values fingerprinted
+    like the live ones); an object the server would not answer for is Unknown, never Synced."""
+    types = schema.Schema(openapi.load_builtin_definitions(_kube(kc)))
 
     def namespaced(group: str, kind: str) -> bool | None:
         found = kc.discovery.namespaced(group, kind)
@@ -618,7 +622,7 @@ def _server_dry_runs(
                 continue
             if {(key.group, key.kind, key.namespace), (key.group, key.kind, "")} & not_read:
                 continue
-            asks.append((target, key, manifest.body))
+            asks.append((target, key, _dry_run_body(manifest, types, settings)))
     if not asks:
         return
     progress(f"server-side apply dry-run of {len(asks)} object(s)")
@@ -640,6 +644,21 @@ def _server_dry_runs(
                 f"--server-dry-run: {asked[id(target)]} object(s) predicted by the API server's "
                 "own server-side apply dry-run (dryRun=All: nothing was persisted)"
             )
+
+
+def _dry_run_body(
+    manifest: model.Manifest, types: diff.SchemaLike, settings: model.Settings
+) -> dict[str, Any]:
+    """The object Argo CD's Server-Side Diff applies: git's (tracking metadata written),
+    remarshalled through the Go type of a built-in kind, then gitops-engine's Normalize without
+    ignore rules (creationTimestamp dropped, a Secret's stringData folded into base64 data,
+    empty Role rules, Endpoints ports defaulted and sorted)."""
+    version = str(manifest.body.get("apiVersion") or "").rpartition("/")[2]
+    body: dict[str, Any] = normalize.remarshal(
+        manifest.body, diff.type_of(types, manifest.key, version)
+    )
+    normalize.normalize_object(body, manifest.key, settings)
+    return body
 
 
 def _used(kind: Any, wants: Iterable[tuple[str, str, str, str]]) -> bool:

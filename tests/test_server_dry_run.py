@@ -562,6 +562,7 @@ class _Answers:
             [cluster.Kind("", "v1", "Secret", "secrets", True, ("patch",))]
         )
         self.sent: list[Obj] = []
+        self.version = {"gitVersion": "v1.33.5"}
 
     def dry_run_apply(self, objects: list[Obj]) -> list[Any]:
         self.sent.extend(objects)
@@ -613,8 +614,9 @@ def test_secret_values_from_a_dry_run_are_fingerprinted(tmp_path: Path) -> None:
     live = {model.ObjectKey.of(secret): secret}
     workflow._server_dry_runs(kc, [target], settings, live, [], key, _Quiet())
 
-    (sent,) = kc.sent  # git's values go to the server, as Argo CD sends them
-    assert sent["stringData"] == {"password": marker}
+    (sent,) = kc.sent  # git's values go to the server as Argo CD sends them: folded into data
+    assert "stringData" not in sent
+    assert sent["data"] == {"password": "czNjcjN0LW1hcmtlci12YWx1ZQ=="}
     assert tracking.TRACKING_ID in sent["metadata"]["annotations"]
     assert target.dry_run is not None
     (predicted,) = target.dry_run.values()
@@ -643,3 +645,41 @@ def test_cluster_dry_run_apply_gives_the_servers_answer(
         assert answer.predicted["metadata"]["managedFields"]
     assert len(server.dry_runs) == 3
     assert not server.write_violations
+
+
+def test_the_applied_object_is_normalized_as_argo_cd_normalizes_it() -> None:
+    """gitops-engine remarshals the config through its Go type and Normalizes it (no ignore
+    rules) before the dry-run: what the server is asked to apply."""
+    from kubectl_gitdrift import model, openapi, schema
+
+    types = schema.Schema(openapi.load_builtin_definitions())
+    deployment: Obj = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "web", "namespace": "prod", "creationTimestamp": None},
+        "spec": {
+            "replicas": 2.0,
+            "selector": {"matchLabels": {"app": "web"}},
+            "template": {
+                "metadata": {"creationTimestamp": None, "labels": {"app": "web"}},
+                "spec": {"containers": [{"name": "web", "image": "web:1", "env": []}]},
+            },
+        },
+    }
+    key = model.ObjectKey.of(deployment)
+    body = workflow._dry_run_body(model.Manifest(key, deployment, None), types, model.Settings())
+    assert body == {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "web", "namespace": "prod"},
+        "spec": {
+            "replicas": 2,
+            "selector": {"matchLabels": {"app": "web"}},
+            "template": {  # Go writes a zero metav1.Time as null: only the top one goes
+                "metadata": {"creationTimestamp": None, "labels": {"app": "web"}},
+                "spec": {"containers": [{"name": "web", "image": "web:1"}]},
+            },
+        },
+    }
+    assert isinstance(body["spec"]["replicas"], int)
+    assert deployment["metadata"]["creationTimestamp"] is None  # git's object is untouched
