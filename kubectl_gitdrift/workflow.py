@@ -218,6 +218,7 @@ def prepare(
         offline=getattr(args, "offline", False),
         local=getattr(args, "local", False),
         exports=exports,
+        progress=progress,
     )
 
     def one(index: int, target: Target, cached_only: bool = False) -> bool:

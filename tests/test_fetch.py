@@ -142,6 +142,22 @@ def test_second_run_makes_no_network_access(
     assert daemon.requests() == before + 1
 
 
+def test_progress_names_each_network_access(
+    daemon: GitDaemon, cache: Path, tmp_path: Path, run_cli: Callable[..., Result]
+) -> None:
+    snap = snapshot_for(tmp_path, daemon.url(NAME))
+    result = run_cli(offline(snap, "--progress", "--revision", "main"))
+    assert result.exit_code == ExitCode.DRIFT, result.stderr
+    lines = [ln for ln in result.stderr.splitlines() if " git " in ln]
+    assert [ln.split(" git ", 1)[1] for ln in lines] == [
+        f"ls-remote {daemon.url(NAME)}",
+        f"fetch {daemon.url(NAME)}",
+        f"fetch {daemon.url(NAME)}",
+    ]
+    again = run_cli(offline(snap, "--progress"))  # the synced commit: no network, nothing said
+    assert " git " not in again.stderr
+
+
 def test_no_cache_fetches_into_the_run_and_keeps_nothing(
     daemon: GitDaemon, cache: Path, tmp_path: Path, run_cli: Callable[..., Result]
 ) -> None:

@@ -39,7 +39,7 @@ import subprocess
 import tempfile
 import threading
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -154,8 +154,10 @@ class Repos:
         local: bool = False,
         exports: Exports | None = None,
         timeout: float | None = None,
+        progress: Callable[[str], None] | None = None,
     ) -> None:
         self.directory = directory
+        self.progress = progress  # told before each network access (a fetch can take long)
         self.offline, self.local, self.exports = offline, local, exports
         self.timeout = fetch_timeout() if timeout is None else timeout
         check_roots(roots, local=local)
@@ -225,7 +227,13 @@ class Repos:
         with self._lock:
             mirror = self._mirrors.setdefault(
                 key[0],
-                Mirror(self.directory, source.repo_url, offline=self.offline, timeout=self.timeout),
+                Mirror(
+                    self.directory,
+                    source.repo_url,
+                    offline=self.offline,
+                    timeout=self.timeout,
+                    progress=self.progress,
+                ),
             )
             pending = self._pending.setdefault(key, threading.Lock())
         with pending:  # apps of one run sharing a repository and revision resolve it once
@@ -263,8 +271,17 @@ class Repos:
 class Mirror:
     """The bare partial mirror of one repository URL (see the module docstring)."""
 
-    def __init__(self, directory: Path, url: str, *, offline: bool, timeout: float) -> None:
+    def __init__(
+        self,
+        directory: Path,
+        url: str,
+        *,
+        offline: bool,
+        timeout: float,
+        progress: Callable[[str], None] | None = None,
+    ) -> None:
         self.directory = directory
+        self.progress = progress
         self.url = url
         self.shown = redact(url)  # for messages: no password
         self.offline = offline
@@ -436,6 +453,8 @@ class Mirror:
     ) -> subprocess.CompletedProcess[bytes]:
         """A git command that talks to the server (the URL given for this command only)."""
         cmd = [*_NO_COMMAND_TRANSPORTS, "-c", f"remote.origin.url={self.url}", *args]
+        if self.progress is not None:
+            self.progress(f"git {_subcommand(args)} {self.shown}")
         try:
             proc = _run(repo, cmd, timeout=self.timeout, stdin=stdin, network=True)
         except _TimedOut as exc:
