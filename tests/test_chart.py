@@ -195,3 +195,40 @@ def test_cronjob_command_runs_with_the_charts_rbac(
     assert {r.verb for r in mine} <= {"get", "list", "create"}
     assert {r.resource for r in mine if r.verb == "create"} <= {"subjectaccessreviews"}
     assert "not checked" not in done.stderr
+
+
+# --------------------------------------------------------------------------- the image
+
+
+def test_image_matches_the_chart() -> None:
+    """No container runtime runs here: check what the chart relies on in the Dockerfile."""
+    dockerfile = (ROOT / "Dockerfile").read_text(encoding="utf-8")
+    values = yaml.safe_load((CHART / "values.yaml").read_text(encoding="utf-8"))
+    uid = values["podSecurityContext"]["runAsUser"]
+    assert f"USER {uid}:{values['podSecurityContext']['runAsGroup']}" in dockerfile
+    assert "KUBECTL_GITDRIFT_CACHE_DIR=/var/cache/gitdrift" in dockerfile
+    assert 'ENTRYPOINT ["kubectl-gitdrift"]' in dockerfile
+    for tool in ("git", "/usr/local/bin/kubectl", "/usr/local/bin/helm"):
+        assert tool in dockerfile
+    assert "--require-hashes" in dockerfile  # wheels only from dist.lock
+
+
+def test_image_requirements_come_from_the_lock() -> None:
+    lock = yaml.safe_load((ROOT / "dist.lock").read_text(encoding="utf-8"))  # JSON is YAML
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "tools" / "lock_requirements.py"), "linux-amd64", "cp312"],
+        capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    lines = done.stdout.splitlines()
+    pinned = {line.split("==", 1)[0].lower().replace("_", "-") for line in lines}
+    assert all(" --hash=sha256:" in line for line in lines)
+    wanted = {
+        r.split(">", 1)[0].split("=", 1)[0].lower().replace("_", "-") for r in lock["requires"]
+    }
+    assert wanted <= pinned, sorted(wanted - pinned)
+    bad = subprocess.run(
+        [sys.executable, str(ROOT / "tools" / "lock_requirements.py"), "plan9-mips", "cp312"],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert bad.returncode != 0
+    assert "dist.lock has no set plan9-mips-cp312" in bad.stderr
