@@ -223,6 +223,21 @@ def test_pulled_versions_are_reused_without_the_network(tmp_path: Path) -> None:
     _no_half_written(tmp_path / "cache")
 
 
+def test_without_a_cache_the_chart_lives_in_the_work_directory(
+    helm_repo: registry.HelmRepo, tmp_path: Path
+) -> None:
+    """--no-cache: pulled into the run's work directory, kept there for the render."""
+    binary = helm.helm_binary()
+    assert binary is not None
+    source = charts.classify(helm_repo.url, "web")
+    assert source is not None
+    pulled = charts.Charts(None, tmp_path / "work", binary).pull(source, "1.2.0")
+    assert (pulled.directory / "Chart.yaml").is_file()
+    assert pulled.directory.is_relative_to(tmp_path / "work")
+    # the helm configuration it ran with (credentials) is gone; only the chart stays
+    assert not list((tmp_path / "work").rglob("repositories.yaml"))
+
+
 def test_helm_repository_credentials_come_from_the_users_repositories_yaml(
     private_repo: registry.HelmRepo, tmp_path: Path, helm_config: Path
 ) -> None:

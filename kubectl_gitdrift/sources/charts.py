@@ -49,7 +49,7 @@ import tarfile
 import tempfile
 import threading
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -231,16 +231,21 @@ class Charts:
                     + ("" if exact else " (a version range needs the repository's versions)"),
                     hint="run once without --offline to pull it into the cache",
                 )
-            with self._scratch("pull-") as scratch:
+            with self._scratch("pull-") as scratch:  # helm's config, credentials included
                 archive = self._download(source, version, scratch, pass_credentials, what)
-                entry = scratch / "entry"
-                pulled = _unpack(archive, entry, what)
-                if not exact:  # keep it under the version it resolved to
-                    key = _key("chart", source.kind, source.ref, pulled.version)
-                    found = self._cached(key)
-                    if found is not None:
-                        return found
-                return self._keep(key, entry, pulled)
+                staging = self._staging()
+                try:
+                    pulled = _unpack(archive, staging / "entry", what)
+                except SourceError:
+                    shutil.rmtree(staging, ignore_errors=True)
+                    raise
+            if not exact:  # keep it under the version it resolved to
+                key = _key("chart", source.kind, source.ref, pulled.version)
+                found = self._cached(key)
+                if found is not None:
+                    shutil.rmtree(staging, ignore_errors=True)
+                    return found
+            return self._keep(key, staging, pulled)
 
     def _download(
         self,
@@ -367,11 +372,13 @@ class Charts:
                                 "the dependencies in charts/",
                             ) from exc
                         raise
-                    charts = scratch / "charts"
-                    shutil.copytree(work / "charts", charts)
-                    cached = self._keep_charts(key, charts) if key is not None else charts
-                    _merge_charts(cached, built / "charts")
-                    return built
+                    staging = self._staging()
+                    shutil.copytree(work / "charts", staging / "entry" / "charts")
+                cached = self._keep_charts(key, staging) if key is not None else None
+                _merge_charts(cached or staging / "entry" / "charts", built / "charts")
+                if cached is not None or key is None:
+                    shutil.rmtree(staging, ignore_errors=True)
+                return built
             _merge_charts(cached, built / "charts")
         return built
 
@@ -402,19 +409,27 @@ class Charts:
         return self.workdir
 
     @contextlib.contextmanager
-    def _scratch(self, prefix: str) -> Any:
-        """A private directory for one helm run, removed afterwards (below the cache, so the
-        final rename stays on one file system)."""
-        base = self._root() if self.directory is not None else self._work()
-        try:
-            base.mkdir(parents=True, exist_ok=True)
-            path = Path(tempfile.mkdtemp(prefix=f".tmp-{prefix}", dir=base))
-        except OSError:
-            path = Path(tempfile.mkdtemp(prefix=f".tmp-{prefix}", dir=self._work()))
+    def _scratch(self, prefix: str) -> Iterator[Path]:
+        """A private directory for one helm run, in the run's work directory (it holds the
+        repositories.yaml with the user's credentials), removed afterwards."""
+        path = Path(tempfile.mkdtemp(prefix=prefix, dir=self._work()))
         try:
             yield path
         finally:
             shutil.rmtree(path, ignore_errors=True)
+
+    def _staging(self) -> Path:
+        """Where a new cache entry (`<staging>/entry`) is put together: below the cache, so one
+        rename puts it in place; in the work directory without a cache (or one that cannot be
+        written), where it stays for the run."""
+        if self.directory is not None:
+            try:
+                root = self._root()
+                root.mkdir(parents=True, exist_ok=True)
+                return Path(tempfile.mkdtemp(prefix=".tmp-", dir=root))
+            except OSError:
+                pass
+        return Path(tempfile.mkdtemp(prefix="entry-", dir=self._work()))
 
     def _root(self) -> Path:
         assert self.directory is not None
@@ -442,17 +457,23 @@ class Charts:
             os.utime(entry)
         return pulled
 
-    def _keep(self, key: str, entry: Path, pulled: Pulled) -> Pulled:
+    def _keep(self, key: str, staging: Path, pulled: Pulled) -> Pulled:
+        """Put `staging/entry` in place as the cache entry `key` (or use it where it is)."""
+        entry = staging / "entry"
         meta = {
             "directory": pulled.directory.relative_to(entry).as_posix(),
             "version": pulled.version,
             "digest": pulled.digest,
         }
         (entry / "meta.json").write_text(json.dumps(meta, sort_keys=True), encoding="utf-8")
-        if self.directory is None:
+        if self.directory is None or staging.parent != self._root():
             return pulled
         self._place(entry, key)
-        return self._cached(key) or pulled
+        found = self._cached(key)
+        if found is None:
+            return pulled  # not placed: used from the staging directory (pruned later)
+        shutil.rmtree(staging, ignore_errors=True)
+        return found
 
     def _cached_charts(self, key: str) -> Path | None:
         if self.directory is None:
@@ -464,14 +485,13 @@ class Charts:
             os.utime(entry.parent)
         return entry
 
-    def _keep_charts(self, key: str, charts: Path) -> Path:
-        if self.directory is None:
-            return charts
-        entry = charts.parent / "entry"
-        entry.mkdir()
-        charts.rename(entry / "charts")
-        self._place(entry, key)
-        return self._cached_charts(key) or entry / "charts"
+    def _keep_charts(self, key: str, staging: Path) -> Path | None:
+        """Put `staging/entry` (holding `charts/`) in place as the cache entry `key`; None when
+        it could not be."""
+        if self.directory is None or staging.parent != self._root():
+            return None
+        self._place(staging / "entry", key)
+        return self._cached_charts(key)
 
     def _place(self, entry: Path, key: str) -> None:
         """Rename a complete entry into place (another run may have put it first)."""
