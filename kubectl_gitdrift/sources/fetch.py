@@ -225,8 +225,8 @@ class Repos:
             )
         key = (_key_url(source.repo_url), revision, False)
         with self._lock:
-            mirror = self._mirrors.setdefault(
-                key[0],
+            mirror = self._mirrors.setdefault(  # per URL as written (its transport, its creds)
+                source.repo_url,
                 Mirror(
                     self.directory,
                     source.repo_url,
