@@ -1,4 +1,5 @@
-"""Read a local clone with git: resolve revisions, export a tree, find the commit behind a file.
+"""Read a local clone, or a bare mirror sources/fetch.py fetched, with git: resolve revisions,
+export a tree, find the commit behind a file.
 
 Never touches the user's working tree, index or refs. git runs with hooks off, no pager, no
 prompts, `LC_ALL=C` and a timeout; the tree is exported from objects (`ls-tree` + `cat-file`), so
