@@ -539,6 +539,19 @@ def test_repo_root_url_mapping_wins_over_fetching(
     assert "--repo-root" in local.stderr
 
 
+def test_a_bare_clone_works_as_repo_root(
+    clone: Path, cache: Path, tmp_path: Path, run_cli: Callable[..., Result]
+) -> None:
+    """git.py reads bare repositories (what a fetched mirror is), so `--repo-root` may be one."""
+    bare = tmp_path / "bare.git"
+    subprocess.run(["git", "clone", "-q", "--bare", str(clone), str(bare)], check=True)
+    snap = INCIDENT / "snapshot.yaml"
+    from_bare = run_cli(offline(snap, "-o", "json", "--repo-root", str(bare)))
+    from_clone = run_cli(offline(snap, "-o", "json", "--repo-root", str(clone)))
+    assert from_bare.exit_code == ExitCode.DRIFT, from_bare.stderr
+    assert from_bare.stdout == from_clone.stdout
+
+
 def test_multi_source_app_fetches_each_repository_and_ref_source(
     tmp_path: Path, cache: Path, clone: Path, run_cli: Callable[..., Result]
 ) -> None:
