@@ -138,6 +138,13 @@ def test_chart_sources_are_classified_as_argo_cd_does(
     assert (found.kind, found.ref) == (kind, ref)
 
 
+def test_credentials_in_a_url_are_never_shown() -> None:
+    source = charts.classify("https://bob:s3cret@charts.example.com/x", "web")
+    assert source is not None
+    assert source.describe("1.0.0") == "helm chart web 1.0.0 from https://***@charts.example.com/x"
+    assert "s3cret" not in charts.redact('Get "https://bob:s3cret@h/index.yaml": refused')
+
+
 def test_git_sources_are_not_charts() -> None:
     assert charts.classify("https://github.com/org/repo.git", "") is None
     assert charts.classify("git@github.com:org/repo.git", "") is None

@@ -76,9 +76,15 @@ _SEMVER = re.compile(
     r"(?:\+([0-9a-zA-Z-]+(?:\.[0-9a-zA-Z-]+)*))?$"
 )
 _SCHEME = re.compile(r"^([a-zA-Z][a-zA-Z0-9+.-]*)://")
+_USERINFO = re.compile(r"(://)[^/@\s]+@")
 _LOCK = threading.Lock()
 _KEY_LOCKS: dict[str, threading.Lock] = {}
 """One lock per cache entry, shared by every Charts of the process (renders run in threads)."""
+
+
+def redact(text: str) -> str:
+    """Credentials written into a URL (`https://user:token@host`) are never shown."""
+    return _USERINFO.sub(r"\1***@", text)
 
 
 def is_version(text: str) -> bool:
@@ -109,8 +115,8 @@ class ChartSource:
     def describe(self, version: str = "") -> str:
         at = f" {version}" if version else ""
         if self.chart:
-            return f"helm chart {self.chart}{at} from {self.repo}"
-        return f"helm chart {self.repo}{at}"
+            return f"helm chart {self.chart}{at} from {redact(self.repo)}"
+        return f"helm chart {redact(self.repo)}{at}"
 
 
 def classify(repo_url: str, chart: str) -> ChartSource | None:
@@ -366,7 +372,8 @@ class Charts:
                     except SourceError as exc:
                         if denied and policy is not None:
                             raise SourceError(
-                                f"{what}: helm repos {', '.join(_for_policy(r) for r in denied)} "
+                                f"{what}: helm repos "
+                                f"{', '.join(redact(_for_policy(r)) for r in denied)} "
                                 f"are not permitted in project '{policy.project}'",
                                 hint="add them to the AppProject's spec.sourceRepos, or vendor "
                                 "the dependencies in charts/",
@@ -702,7 +709,7 @@ def _cause(stdout: bytes, stderr: bytes, scratch: Path) -> str:
     line = re.sub(r"^(?:Error|error):\s*", "", line)
     for prefix in {str(scratch), str(scratch.resolve())}:
         line = line.replace(prefix + "/", "").replace(prefix, ".")
-    line = re.sub(r'failed to perform "\w+" on source: ', "", line)
+    line = redact(re.sub(r'failed to perform "\w+" on source: ', "", line))
     line = re.sub(r"\s*\(try 'helm repo update'\)", "", line)
     low = line.lower()
     if "basic credential not found" in low or "no basic auth credentials" in low:

@@ -479,7 +479,8 @@ def _render_chart(
         raise CacheMiss(source.chart or source.repo_url)
     if policy is not None and not policy.permits(source.repo_url):
         raise SourceError(
-            f"application repo {source.repo_url} is not permitted in project '{policy.project}'",
+            f"application repo {chart_fetch.redact(source.repo_url)} is not permitted in "
+            f"project '{policy.project}'",
             hint="add it to the AppProject's spec.sourceRepos",
         )
     charts = _charts(cache, workdir, offline)
