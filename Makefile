@@ -7,7 +7,7 @@ STAMP  := $(VENV)/.installed
 PY_DIRS := $(wildcard kubectl_gitdrift plugins tests bench testdata tools)
 
 .DEFAULT_GOAL := check
-.PHONY: check demo test lint fmt golden parity clean bench dist
+.PHONY: check demo test lint fmt golden parity clean bench dist lock
 
 $(STAMP): pyproject.toml
 	@command -v kubectl >/dev/null 2>&1 || command -v kustomize >/dev/null 2>&1 || \
@@ -64,6 +64,14 @@ clean:
 
 # Release archives for krew (dist/kubectl-gitdrift-v<version>-<os>-<arch>.tar.gz, one executable
 # bundling every supported CPython's dependencies) and their sha256/uri in krew-manifest.yaml.
-# Needs the package index (PyPI) for the wheels; see docs/install.md.
+# Installs only the wheels dist.lock pins (pip --require-hashes): same lock + same sources = same
+# archives, any day, any machine. Needs the package index (PyPI) once per wheel; docs/install.md.
 dist: $(STAMP)
 	$(BIN)/python tools/make_dist.py --out dist --manifest krew-manifest.yaml
+
+# dist.lock: the exact version and sha256 of every wheel `make dist` bundles, per platform and
+# CPython, resolved from pyproject.toml's dependencies, and of the build tools. The one deliberate
+# way to move dependencies: after changing pyproject's, run it (a test fails until dist.lock
+# agrees), then `make dist`, and commit dist.lock and krew-manifest.yaml.
+lock: $(STAMP)
+	$(BIN)/python tools/make_dist.py --make-lock

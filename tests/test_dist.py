@@ -1,9 +1,11 @@
-"""Release packaging: the krew archive built by tools/make_dist.py works through the real kubectl
-plugin mechanism, and the wheel pip/pipx install declares the console scripts.
+"""Release packaging: dist.lock pins every wheel the archives bundle; the krew archive
+tools/make_dist.py builds from it is the one krew-manifest.yaml names (same sha256) and works
+through the real kubectl plugin mechanism; the wheel pip/pipx install declares the console scripts.
 
-The archive test builds linux-amd64 for the running Python only, with wheels cached in the pytest
-cache (keyed by the project's requirements, see make_dist.fetch_wheels), and installs the archive
-the way krew does: unpack, copy the manifest's `files`, link `bin` into a bin directory on PATH.
+The archive test builds linux-amd64 (every CPython the lock has wheels for) from dist.lock, with
+the locked wheels cached in the pytest cache (checked by sha256 on every use), and installs the
+archive the way krew does: unpack, copy the manifest's `files`, link `bin` into a bin directory
+on PATH.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import hashlib
 import importlib.metadata
 import importlib.util
 import io
+import json
 import os
 import platform
 import shutil
@@ -22,6 +25,7 @@ import tempfile
 import zipfile
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 import pytest
 import yaml
@@ -30,6 +34,8 @@ from kubectl_gitdrift import __version__
 from tests.conftest import ROOT, TESTDATA
 
 PY = f"{sys.version_info.major}.{sys.version_info.minor}"
+LOCK = ROOT / "dist.lock"
+ARCHIVE = f"kubectl-gitdrift-v{__version__}-linux-amd64.tar.gz"
 
 
 def _make_dist() -> ModuleType:
@@ -42,49 +48,122 @@ def _make_dist() -> ModuleType:
     return module
 
 
+def _lock() -> dict[str, Any]:
+    lock: dict[str, Any] = json.loads(LOCK.read_text(encoding="utf-8"))
+    return lock
+
+
 def _index_reachable(tmp: Path) -> bool:
-    """Can pip fetch a tiny wheel quickly? (The build needs the index unless the cache has a
-    matching lock.)"""
+    """Can pip fetch a tiny wheel quickly? (The build needs the index unless the wheel cache
+    holds every locked wheel.)"""
     try:
-        result = subprocess.run(
-            [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
-             "--no-cache-dir", "-d", str(tmp), "--timeout", "5", "--retries", "0", "six"],
-            capture_output=True, timeout=30, check=False,
+        result = _make_dist().pip(
+            "download", "--no-deps", "--only-binary=:all:", "--no-cache-dir", "-d", str(tmp),
+            "--timeout", "5", "--retries", "0", "six", timeout=30,
         )  # fmt: skip
     except subprocess.TimeoutExpired:
         return False
-    return result.returncode == 0
+    return bool(result.returncode == 0)
+
+
+# --------------------------------------------------------------------------- the lock
+
+
+def test_lock_agrees_with_pyproject() -> None:
+    """A dependency change in pyproject.toml without `make lock` fails here (and `make dist`
+    refuses the stale lock)."""
+    make_dist = _make_dist()
+    problems = make_dist.lock_problems(_lock(), make_dist.declared())
+    assert problems == [], f"dist.lock is stale: {problems}: run `make lock` and commit dist.lock"
+
+
+def test_lock_pins_every_platform_python_and_tool() -> None:
+    make_dist = _make_dist()
+    lock = _lock()
+    pairs = {make_dist.set_name(p, py) for p in make_dist.PLATFORMS.values()
+             for py in make_dist.PYTHONS}  # fmt: skip
+    assert set(lock["sets"]) | set(lock["unavailable"]) == pairs
+    assert not set(lock["sets"]) & set(lock["unavailable"])
+    assert "linux-amd64-cp311" in lock["sets"]  # what CI and the archive test run
+    assert {e["name"] for e in lock["tools"]} == {"pip", "setuptools"}
+    for entries in [lock["tools"], *lock["sets"].values()]:
+        for entry in entries:
+            assert entry["file"].endswith(".whl"), entry
+            assert len(entry["sha256"]) == 64, entry
+            assert int(entry["sha256"], 16) >= 0
+            assert entry["file"].lower().startswith(entry["name"].replace("-", "_") + "-"), entry
+        assert len({e["name"] for e in entries}) == len(entries)  # one wheel per distribution
+    assert isinstance(lock["source_date_epoch"], int)
+
+
+def test_a_dependency_change_without_make_lock_is_refused(tmp_path: Path) -> None:
+    make_dist = _make_dist()
+    wanted = make_dist.declared()
+    moved = {**wanted, "requires": sorted([*wanted["requires"], "rich>=13"])}
+    problems = make_dist.lock_problems(_lock(), moved)
+    assert problems == ["pyproject's dependencies changed (added ['rich>=13'], dropped [])"]
+    dropped = {**wanted, "requires": wanted["requires"][1:]}
+    gutted = {**_lock(), "sets": {"linux-amd64-cp311": [
+        e for e in _lock()["sets"]["linux-amd64-cp311"] if e["name"] != "pyyaml"
+    ]}}  # fmt: skip
+    assert make_dist.lock_problems(gutted, wanted) == [
+        "linux-amd64-cp311 has no wheel for ['pyyaml']"
+    ]
+    assert "dropped" in make_dist.lock_problems(_lock(), dropped)[0]
+    stale = {**_lock(), "requires": [*wanted["requires"], "rich>=13"]}
+    (tmp_path / "dist.lock").write_text(json.dumps(stale))
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "tools" / "make_dist.py"), "--offline",
+         "--lock", str(tmp_path / "dist.lock"), "--out", str(tmp_path / "dist"),
+         "--manifest", str(tmp_path / "m.yaml")],
+        capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert result.returncode == 1
+    assert "is stale: pyproject's dependencies changed" in result.stderr
+    assert result.stderr.rstrip().endswith("run `make lock`")
+    assert not (tmp_path / "dist").exists() or not any((tmp_path / "dist").iterdir())
+
+
+def test_lock_round_trips_one_wheel_a_line(tmp_path: Path) -> None:
+    make_dist = _make_dist()
+    make_dist.write_lock(tmp_path / "lock", _lock())
+    assert json.loads((tmp_path / "lock").read_text()) == _lock()
+    assert (tmp_path / "lock").read_text() == LOCK.read_text(encoding="utf-8")
+
+
+# --------------------------------------------------------------------------- the archive
 
 
 @pytest.fixture(scope="module")
 def built(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> tuple[Path, dict[str, object]]:
-    """(archive, manifest) for linux-amd64 and the running Python, built into a tmp dir."""
+    """(archive, manifest) for linux-amd64, built from dist.lock into a tmp dir."""
     if platform.system() != "Linux" or platform.machine() not in ("x86_64", "AMD64"):
         pytest.skip("the archive test builds linux-amd64 and runs it: needs a linux x86_64 host")
-    if sys.implementation.name != "cpython" or PY not in _make_dist().PYTHONS:
-        pytest.skip(f"make_dist bundles CPython {_make_dist().PYTHONS}, not {PY}")
     tmp = tmp_path_factory.mktemp("dist")
     pytest_cache = getattr(request.config, "cache", None)  # None with -p no:cacheprovider
     if pytest_cache is not None:
         cache = Path(str(pytest_cache.mkdir("gitdrift-dist-wheels")))
     else:
         cache = Path(tempfile.gettempdir()) / "kubectl-gitdrift-dist-wheels"
-    lock = cache / f"linux-amd64-cp{PY.replace('.', '')}" / "lock.json"
-    if not lock.exists() and not _index_reachable(tmp / "probe"):
-        pytest.skip("pip cannot reach the package index and no wheels are cached")
+    lock = _lock()
+    wanted = {e["file"] for e in lock["tools"]}
+    wanted |= {
+        e["file"] for k, v in lock["sets"].items() if k.startswith("linux-amd64-") for e in v
+    }
+    if not all((cache / name).is_file() for name in wanted) and not _index_reachable(tmp / "probe"):
+        pytest.skip("pip cannot reach the package index and the wheel cache lacks locked wheels")
     manifest = tmp / "krew-manifest.yaml"
     shutil.copy(ROOT / "krew-manifest.yaml", manifest)
     result = subprocess.run(
         [sys.executable, str(ROOT / "tools" / "make_dist.py"), "--platform", "linux-amd64",
-         "--python", PY, "--out", str(tmp / "dist"), "--manifest", str(manifest),
-         "--wheel-cache", str(cache), "--prefer-cached"],
-        capture_output=True, text=True, timeout=600, check=False,
+         "--out", str(tmp / "dist"), "--manifest", str(manifest), "--wheel-cache", str(cache)],
+        capture_output=True, text=True, timeout=1200, check=False,
     )  # fmt: skip
     assert result.returncode == 0, result.stderr
     archives = sorted((tmp / "dist").glob("*.tar.gz"))
-    assert [a.name for a in archives] == [f"kubectl-gitdrift-v{__version__}-linux-amd64.tar.gz"]
+    assert [a.name for a in archives] == [ARCHIVE]
     return archives[0], yaml.safe_load(manifest.read_text())
 
 
@@ -94,6 +173,11 @@ def krew_install(
 ) -> dict[str, str]:
     """Install the archive like krew does; return an environment whose PATH holds only its bin
     dir, the interpreter's dir, and the system's (kubectl, git)."""
+    if (
+        sys.implementation.name != "cpython"
+        or f"linux-amd64-cp{PY.replace('.', '')}" not in (_lock()["sets"])
+    ):
+        pytest.skip(f"the archive bundles the CPythons dist.lock has wheels for, not {PY}")
     archive, manifest = built
     spec = manifest["spec"]
     assert isinstance(spec, dict)
@@ -160,7 +244,7 @@ def test_archive_matches_manifest(built: tuple[Path, dict[str, object]]) -> None
     for member in members.values():
         assert (member.uid, member.gid, member.uname, member.gname) == (0, 0, "", "")
     assert members["kubectl-gitdrift"].mode == 0o755
-    assert archive.stat().st_size < 40_000_000
+    assert archive.stat().st_size < 60_000_000  # every supported CPython's wheels
     # the wheel pip built (what `pip install .` / pipx install) declares both console scripts
     with tarfile.open(archive) as tar:
         executable = tar.extractfile("kubectl-gitdrift")
@@ -235,14 +319,14 @@ def _bdist_wheel_available() -> bool:
     except importlib.metadata.PackageNotFoundError:
         return False
     major, minor = (int(p) for p in version.split(".")[:2])
-    return (major, minor) >= (70, 1) or importlib.util.find_spec("wheel") is not None
+    return (major, minor) >= (77, 0)  # PEP 639 license metadata
 
 
 @pytest.mark.slow
 def test_wheel_declares_the_console_scripts(tmp_path: Path) -> None:
     """What `pip install .` and `pipx install .` put on PATH, built without the network."""
     if not _bdist_wheel_available():
-        pytest.skip("an offline wheel build needs setuptools>=70.1 (or wheel) in this env")
+        pytest.skip("an offline wheel build needs setuptools>=77 in this env")
     src = tmp_path / "src"
     shutil.copytree(
         ROOT, src, ignore=shutil.ignore_patterns(".*", "build", "dist", "*.egg-info", "__pycache__")

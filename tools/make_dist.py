@@ -1,13 +1,22 @@
 """Build the release archives for krew and the argocd CLI, and fill in krew-manifest.yaml.
 
 Usage: ``python tools/make_dist.py [--platform linux-amd64]... [--python 3.12]... [--out dist]``
-(``make dist`` runs it with the defaults: every platform, every supported CPython).
+(``make dist`` runs it with the defaults: every platform, every supported CPython), and
+``python tools/make_dist.py --make-lock`` (``make lock``), which writes dist.lock.
+
+dist.lock is the one place dependencies move: the exact version and sha256 of every wheel the
+archives bundle, per platform and CPython, resolved by pip from pyproject.toml's dependencies
+(``pip install --dry-run --report``, wheels from the package index only), and of the build tools:
+the pip that installs them (run straight from its wheel) and the setuptools that builds the project
+wheel. A build installs only those files (``--require-hashes``) and refuses a lock that
+pyproject's dependencies or build requirements have moved away from. Same lock + same sources =
+same archives, on any day and machine.
 
 Each archive ``dist/kubectl-gitdrift-v<version>-<os>-<arch>.tar.gz`` holds:
 
 - ``kubectl-gitdrift``: one self-contained executable, ``#!/usr/bin/env python3`` + a zip whose
   ``__main__.py`` is tools/bundle_bootstrap.py. The zip carries kubectl-gitdrift and all its
-  dependencies installed once per supported CPython minor (3.10 ... 3.14), from wheels pip fetched
+  dependencies installed once per supported CPython minor (3.10 ... 3.14), from the locked wheels
   for that platform (``--platform/--python-version/--only-binary=:all:``): PyYAML, jq, rpds-py,
   cffi and others are C extensions, so an install is per platform *and* per Python. Each
   distribution is stored once per distinct build (a pure wheel once for all Pythons). On first
@@ -20,22 +29,26 @@ kubernetes-validate ships ~108 MB of schemas; only the ``_definitions.json`` of 
 ``--keep-schemas`` Kubernetes minors are kept (kubectl_gitdrift/openapi.py reads nothing else),
 and the build checks that the default version openapi.py asks for still resolves the same way.
 
-A (platform, Python) pair without wheels for every dependency is dropped with a message; a platform
-with no Python left is dropped from the archives and the manifest.
+A (platform, Python) pair without wheels for every dependency is recorded as such in the lock and
+dropped with a message; a platform with no Python left is dropped from the archives and the
+manifest.
 
-Reproducible: archives are byte-identical for the same sources and wheels: sorted entries, fixed
-owners, modes and timestamps (``$SOURCE_DATE_EPOCH``, else the last commit's time), no gzip name
-or time, and no paths of the build machine inside.
+Reproducible: archives are byte-identical for the same lock and sources: sorted entries, fixed
+owners, modes and timestamps (the lock's ``source_date_epoch``, not the build's or a commit's
+time, so only a change of what is packaged changes an archive), no gzip name or time, and no paths
+of the build machine inside. pip runs without the machine's configuration files, find-links,
+extra indexes or constraints (``PIP_INDEX_URL``, a PyPI mirror, still applies).
 """
 
 from __future__ import annotations
 
 import argparse
+import ast
+import concurrent.futures
+import contextlib
 import csv
 import gzip
 import hashlib
-import importlib.util
-import inspect
 import io
 import json
 import os
@@ -69,6 +82,12 @@ SCHEMA_DIR = "kubernetes_validate/kubernetes-json-schema"
 PURE_PREFERRED = {"python-box"}
 _SCHEMA_RE = re.compile(r"^v(\d+)\.(\d+)\.(\d+)-local$")
 _ZIP_EPOCH = 315532800  # 1980-01-01, the earliest time a zip entry can carry
+LOCK_ABOUT = (
+    "made by `make lock` (tools/make_dist.py --make-lock) from pyproject.toml: every wheel `make "
+    "dist` bundles, per platform and CPython, and the build tools (pip runs from its wheel, "
+    "setuptools builds the project wheel); `make dist` installs only these files, checked by "
+    "sha256 (pip --require-hashes). Do not edit: run `make lock` to move a dependency."
+)
 
 # The wrappers run the executable that sits beside their real path, telling it which entry point
 # to take; the bootstrap reads KUBECTL_GITDRIFT_ENTRY (see tools/bundle_bootstrap.py).
@@ -182,59 +201,65 @@ def log(message: str) -> None:
 # --------------------------------------------------------------------------- project
 
 
-def project_version() -> str:
+def pyproject() -> dict[str, Any]:
     import tomllib
 
-    return str(tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"])
+    return tomllib.loads((ROOT / "pyproject.toml").read_text())
 
 
-def source_date_epoch() -> int:
-    """$SOURCE_DATE_EPOCH, else the last commit's time, else 1980-01-01."""
-    if os.environ.get("SOURCE_DATE_EPOCH"):
-        return max(int(os.environ["SOURCE_DATE_EPOCH"]), _ZIP_EPOCH)
-    try:
-        out = subprocess.run(
-            ["git", "-C", str(ROOT), "log", "-1", "--format=%ct"],
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout.strip()
-        return max(int(out), _ZIP_EPOCH)
-    except (OSError, subprocess.CalledProcessError, ValueError):
-        return _ZIP_EPOCH
+def project_version() -> str:
+    return str(pyproject()["project"]["version"])
 
 
-def pip(*args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
-    command = [sys.executable, "-m", "pip", "--disable-pip-version-check", *args]
-    return subprocess.run(command, capture_output=True, text=True, timeout=timeout, check=False)
+def declared() -> dict[str, list[str]]:
+    """What the lock must have been made for: pyproject's runtime dependencies and build
+    requirements, sorted."""
+    project = pyproject()
+    return {
+        "requires": sorted(project["project"].get("dependencies", [])),
+        "build_requires": sorted(project["build-system"]["requires"]),
+    }
 
 
-def build_project_wheel(work: Path, *, isolated: bool = True) -> Path:
-    """The project's wheel, built from a clean copy of the sources (no stale build/ dir)."""
-    src = work / "src"
-    for name in ("pyproject.toml", "README.md", "LICENSE"):
-        if (ROOT / name).exists():
-            (src / name).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(ROOT / name, src / name)
-    shutil.copytree(
-        ROOT / "kubectl_gitdrift",
-        src / "kubectl_gitdrift",
-        ignore=shutil.ignore_patterns("__pycache__", "*.pyc"),
+def _pip_env() -> dict[str, str]:
+    """pip's environment for locking and building: no configuration files and none of the
+    machine's extra indexes, find-links or constraints (PIP_INDEX_URL, a mirror of PyPI, and
+    the proxy/certificate settings stay). The lock's hashes decide what is installed."""
+    env = {k: v for k, v in os.environ.items() if k not in _PIP_LOCAL}
+    env.update(PIP_CONFIG_FILE=os.devnull, PIP_DISABLE_PIP_VERSION_CHECK="1", PIP_NO_INPUT="1")
+    return env
+
+
+_PIP_LOCAL = {
+    "PIP_CONFIG_FILE",
+    "PIP_FIND_LINKS",
+    "PIP_EXTRA_INDEX_URL",
+    "PIP_CONSTRAINT",
+    "PIP_REQUIREMENT",
+    "PIP_NO_INDEX",
+    "PIP_PRE",
+    "PIP_TARGET",
+    "PIP_PREFIX",
+    "PIP_USER",
+    "PIP_REQUIRE_HASHES",
+    "PIP_ONLY_BINARY",
+    "PIP_NO_BINARY",
+    "PYTHONPATH",
+}
+
+
+def pip(
+    *args: str, runner: Sequence[str] | None = None, timeout: float = 900
+) -> subprocess.CompletedProcess[str]:
+    """Run pip: the running interpreter's (`python -m pip`), or `runner` (the locked pip)."""
+    command = [*(runner or (sys.executable, "-m", "pip")), *args]
+    return subprocess.run(
+        command, capture_output=True, text=True, timeout=timeout, check=False, env=_pip_env()
     )
-    out = work / "project"
-    args = ["wheel", "--no-deps", "-w", str(out), str(src)]
-    if not isolated:
-        args[1:1] = ["--no-build-isolation", "--no-index"]
-    result = pip(*args)
-    if result.returncode != 0:
-        raise BuildError(f"pip wheel failed:\n{result.stdout}{result.stderr}")
-    wheels = sorted(out.glob("kubectl_gitdrift-*.whl"))
-    if len(wheels) != 1:
-        raise BuildError(f"expected one wheel in {out}, found {wheels}")
-    return wheels[0]
 
 
-# --------------------------------------------------------------------------- wheels and installs
+def _canonical(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
 
 
 def _target_args(platform: Platform, python: str) -> list[str]:
@@ -247,102 +272,307 @@ def _target_args(platform: Platform, python: str) -> list[str]:
     return args
 
 
+def set_name(platform: Platform, python: str) -> str:
+    return f"{platform.name}-cp{python.replace('.', '')}"
+
+
 def _missing(output: str) -> str:
     found = re.findall(r"No matching distribution found for (\S+)", output)
     return found[-1] if found else output.strip().splitlines()[-1] if output.strip() else "?"
 
 
-def project_requirements(project: Path) -> list[str]:
-    """The project wheel's Requires-Dist lines (what a cached wheel set must have been resolved
-    for)."""
-    with zipfile.ZipFile(project) as zf:
-        name = next(n for n in zf.namelist() if n.endswith(".dist-info/METADATA"))
-        text = zf.read(name).decode()
-    return sorted(line for line in text.splitlines() if line.startswith("Requires-Dist:"))
+@dataclass(frozen=True, order=True, slots=True)
+class Entry:
+    """One locked wheel."""
+
+    name: str
+    version: str
+    file: str
+    sha256: str
+
+    def as_json(self) -> dict[str, str]:
+        return {
+            "name": self.name,
+            "version": self.version,
+            "file": self.file,
+            "sha256": self.sha256,
+        }
+
+    @classmethod
+    def of(cls, data: Mapping[str, str]) -> Entry:
+        return cls(data["name"], data["version"], data["file"], data["sha256"])
 
 
-def _lock_key(project: Path) -> str:
-    return hashlib.sha256("\n".join(project_requirements(project)).encode()).hexdigest()
+# --------------------------------------------------------------------------- the lock (make lock)
 
 
-def fetch_wheels(platform: Platform, python: str, project: Path, cache: Path) -> Path:
-    """Resolve and download every wheel the project needs on this platform and Python into
-    `cache/<platform>-cpXY/`, replacing what was there, with a `lock.json` naming them."""
-    wheels = cache / f"{platform.name}-cp{python.replace('.', '')}"
-    cache.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{wheels.name}-", dir=cache))
+def _resolve(requirements: Sequence[str], target: Sequence[str], work: Path) -> list[Entry]:
+    """What pip would install for `requirements` with `target` options, as lock entries (name,
+    version, file, sha256 from the index), without downloading the wheels (PEP 658 metadata)."""
+    work.mkdir(parents=True, exist_ok=True)
+    report = work / "report.json"
+    (work / "requirements.txt").write_text("".join(f"{r}\n" for r in requirements))
+    result = pip(
+        "install", "--dry-run", "--ignore-installed", "--quiet", "--report", str(report),
+        "--target", str(work / "target"), *target, "-r", str(work / "requirements.txt"),
+    )  # fmt: skip
+    if result.returncode != 0:
+        raise Unavailable(_missing(result.stdout + result.stderr))
+    entries = []
+    for item in json.loads(report.read_text())["install"]:
+        info = item["download_info"]
+        url: str = info["url"]
+        sha256 = info.get("archive_info", {}).get("hashes", {}).get("sha256")
+        if not url.startswith(("https://", "http://")) or not sha256:
+            raise BuildError(f"{url}: make lock takes wheels from the package index only")
+        entries.append(
+            Entry(
+                _canonical(item["metadata"]["name"]),
+                item["metadata"]["version"],
+                url.rsplit("/", 1)[-1].split("#")[0],
+                sha256,
+            )
+        )
+    return sorted(entries)
+
+
+def _prefer_pure(entries: list[Entry], python: str, work: Path) -> list[Entry]:
+    """Swap a PURE_PREFERRED distribution's compiled wheel for its pure one, when there is one."""
+    out = []
+    for entry in entries:
+        if entry.name in PURE_PREFERRED and not entry.file.endswith("-none-any.whl"):
+            pure_target = ["--only-binary=:all:", "--no-deps", "--platform", "any"]
+            pure_target += ["--implementation", "py", "--abi", "none", "--python-version", python]
+            with contextlib.suppress(Unavailable):  # no pure wheel: keep the compiled one
+                (entry,) = _resolve([f"{entry.name}=={entry.version}"], pure_target, work / "pure")
+        out.append(entry)
+    return sorted(out)
+
+
+def make_lock(platforms: Sequence[str], pythons: Sequence[str], jobs: int = 4) -> dict[str, Any]:
+    """Resolve every (platform, Python) pair's wheels from pyproject's dependencies, and the
+    build tools (pip, and setuptools as pyproject's build-system asks), into lock data."""
+    wanted = declared()
+    with tempfile.TemporaryDirectory(prefix="gitdrift-lock-") as tmp:
+        work = Path(tmp)
+        tools_target = ["--only-binary=:all:", "--no-deps", "--python-version", PYTHONS[0]]
+        tools = _resolve(["pip", *wanted["build_requires"]], tools_target, work / "tools")
+        pairs = [(PLATFORMS[p], py) for p in platforms for py in pythons]
+
+        def one(pair: tuple[Platform, str]) -> tuple[str, list[Entry] | str]:
+            platform, python = pair
+            name = set_name(platform, python)
+            try:
+                found = _resolve(wanted["requires"], _target_args(platform, python), work / name)
+            except Unavailable as exc:
+                log(f"{name}: no wheel for {exc}")
+                return name, str(exc)
+            log(f"{name}: {len(found)} wheels")
+            return name, _prefer_pure(found, python, work / name)
+
+        with concurrent.futures.ThreadPoolExecutor(max(1, jobs)) as pool:
+            results = dict(pool.map(one, pairs))
+    return {
+        "about": LOCK_ABOUT,
+        **wanted,
+        "source_date_epoch": int(time.time()),
+        "tools": [e.as_json() for e in tools],
+        "sets": {
+            name: [e.as_json() for e in found]
+            for name, found in sorted(results.items())
+            if not isinstance(found, str)
+        },
+        "unavailable": {
+            name: found for name, found in sorted(results.items()) if isinstance(found, str)
+        },
+    }
+
+
+def write_lock(path: Path, lock: Mapping[str, Any]) -> None:
+    """JSON with one wheel a line, so a `make lock` diff reads as the wheels that moved."""
+    lines = []
+    for key, value in lock.items():
+        if key in ("tools", "sets"):
+            groups = {"": value} if key == "tools" else value
+            inner = []
+            for name, entries in groups.items():
+                rows = ",\n".join(f"   {json.dumps(e)}" for e in entries)
+                inner.append(f"  {json.dumps(name)}: [\n{rows}\n  ]" if name else rows)
+            text = (
+                "[\n" + inner[0] + "\n ]" if key == "tools" else "{\n" + ",\n".join(inner) + "\n }"
+            )
+        else:
+            text = json.dumps(value)
+        lines.append(f" {json.dumps(key)}: {text}")
+    path.write_text("{\n" + ",\n".join(lines) + "\n}\n")
+
+
+def read_lock(path: Path) -> dict[str, Any]:
+    """The lock, checked against pyproject.toml: a dependency change needs `make lock`."""
     try:
-        result = pip("download", "-d", str(tmp), *_target_args(platform, python), str(project))
-        if result.returncode != 0:
-            raise Unavailable(_missing(result.stdout + result.stderr))
-        (tmp / project.name).unlink(missing_ok=True)  # the project's wheel comes from the build
-        for wheel in sorted(tmp.glob("*.whl")):
-            name, version = wheel.name.split("-")[:2]
-            if name.lower().replace("_", "-") in PURE_PREFERRED and not wheel.name.endswith(
-                "-none-any.whl"
-            ):
-                pure = pip(
-                    "download", "--no-deps", "-d", str(tmp), "--only-binary=:all:",
-                    "--platform", "any", "--implementation", "py", "--abi", "none",
-                    "--python-version", python, f"{name}=={version}",
-                )  # fmt: skip
-                if pure.returncode == 0:
-                    wheel.unlink()
-        lock = {"requires": _lock_key(project), "wheels": sorted(w.name for w in tmp.glob("*.whl"))}
-        (tmp / "lock.json").write_text(json.dumps(lock, indent=1) + "\n")
-        shutil.rmtree(wheels, ignore_errors=True)
-        tmp.rename(wheels)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-    return wheels
+        lock: dict[str, Any] = json.loads(path.read_text())
+    except (OSError, ValueError) as exc:
+        raise BuildError(f"{path}: cannot read the lock ({exc}); run `make lock`") from exc
+    problems = lock_problems(lock, declared())
+    if problems:
+        raise BuildError(f"{path} is stale: {'; '.join(problems)}; run `make lock`")
+    return lock
 
 
-def _cached(wheels: Path, project: Path) -> bool:
-    try:
-        lock = json.loads((wheels / "lock.json").read_text())
-    except (OSError, ValueError):
-        return False
-    return bool(lock.get("requires") == _lock_key(project)) and all(
-        (wheels / name).is_file() for name in lock.get("wheels", ())
+def lock_problems(lock: Mapping[str, Any], wanted: Mapping[str, Sequence[str]]) -> list[str]:
+    """How `lock` disagrees with pyproject's dependencies (`declared()`); empty when it agrees."""
+    problems = []
+    for key, what in (("requires", "dependencies"), ("build_requires", "build-system requires")):
+        have, want = list(lock.get(key, [])), list(wanted[key])
+        if have != want:
+            added = sorted(set(want) - set(have))
+            dropped = sorted(set(have) - set(want))
+            problems.append(f"pyproject's {what} changed (added {added}, dropped {dropped})")
+    if problems:
+        return problems
+    names = {_canonical(re.split(r"[\s;<>=!~\[(]", r, maxsplit=1)[0]) for r in wanted["requires"]}
+    for name, entries in lock.get("sets", {}).items():
+        missing = sorted(names - {e["name"] for e in entries})
+        if missing:
+            problems.append(f"{name} has no wheel for {missing}")
+    return problems
+
+
+# --------------------------------------------------------------------------- wheels and installs
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _requirements(entries: Iterable[Entry], folder: Path | None = None) -> str:
+    """pip requirements pinning each entry by hash: `name==version`, or the file in `folder`."""
+    return "".join(
+        f"{folder / e.file if folder else f'{e.name}=={e.version}'} --hash=sha256:{e.sha256}\n"
+        for e in entries
     )
+
+
+def fetch(
+    groups: Mapping[str, tuple[Sequence[Entry], Sequence[str]]], cache: Path, *, offline: bool
+) -> None:
+    """Make sure `cache` holds every locked file with its locked sha256: pip downloads what is
+    missing (`--require-hashes`, one call per group of target options)."""
+    cache.mkdir(parents=True, exist_ok=True)
+    checked: dict[str, bool] = {}
+
+    def present(entry: Entry) -> bool:
+        if entry.file not in checked:
+            path = cache / entry.file
+            checked[entry.file] = path.is_file() and _sha256(path) == entry.sha256
+        return checked[entry.file]
+
+    for group, (entries, target) in groups.items():
+        missing = sorted({e for e in entries if not present(e)})
+        if not missing:
+            continue
+        if offline:
+            raise BuildError(f"{group}: offline, and {cache} lacks {missing[0].file}")
+        with tempfile.TemporaryDirectory(prefix="gitdrift-fetch-") as tmp:
+            reqs = Path(tmp) / "requirements.txt"
+            reqs.write_text(_requirements(missing))
+            result = pip(
+                "download", "--no-deps", "--require-hashes", "-d", tmp, *target, "-r", str(reqs)
+            )
+            if result.returncode != 0:
+                raise BuildError(f"{group}: pip download failed:\n{result.stdout}{result.stderr}")
+            for entry in missing:
+                got = Path(tmp) / entry.file
+                if not got.is_file() or _sha256(got) != entry.sha256:
+                    raise BuildError(f"{group}: pip did not fetch {entry.file} as locked")
+                shutil.move(got, cache / entry.file)
+                checked[entry.file] = True
+
+
+def locked_pip(lock: Mapping[str, Any], cache: Path) -> list[str]:
+    """The command that runs the locked pip (straight from its wheel, as pip allows)."""
+    (entry,) = [Entry.of(e) for e in lock["tools"] if e["name"] == "pip"]
+    return [sys.executable, str(cache / entry.file / "pip")]
+
+
+def build_project_wheel(lock: Mapping[str, Any], cache: Path, work: Path, epoch: int) -> Path:
+    """The project's wheel, built from a clean copy of the sources by the locked setuptools
+    (PEP 517 `build_wheel`, called directly: nothing else on the path)."""
+    src = work / "src"
+    for name in ("pyproject.toml", "README.md", "LICENSE"):
+        if (ROOT / name).exists():
+            (src / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(ROOT / name, src / name)
+    shutil.copytree(
+        ROOT / "kubectl_gitdrift",
+        src / "kubectl_gitdrift",
+        ignore=shutil.ignore_patterns("__pycache__", "*.pyc"),
+    )
+    backend = work / "backend"
+    tools = [Entry.of(e) for e in lock["tools"] if e["name"] != "pip"]
+    reqs = work / "backend.txt"
+    reqs.write_text(_requirements(tools, cache))
+    result = pip(
+        "install", "--target", str(backend), "--no-deps", "--no-index", "--no-compile",
+        "--require-hashes", "-r", str(reqs), runner=locked_pip(lock, cache),
+    )  # fmt: skip
+    if result.returncode != 0:
+        raise BuildError(f"installing the build backend failed:\n{result.stdout}{result.stderr}")
+    out = work / "project"
+    out.mkdir()
+    code = (
+        "import sys; sys.path.insert(0, sys.argv[1]); "
+        "from setuptools import build_meta; print(build_meta.build_wheel(sys.argv[2]))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-S", "-c", code, str(backend), str(out)],
+        cwd=src, capture_output=True, text=True, timeout=600, check=False,
+        env={**_pip_env(), "SOURCE_DATE_EPOCH": str(epoch), "PYTHONDONTWRITEBYTECODE": "1"},
+    )  # fmt: skip
+    if result.returncode != 0:
+        raise BuildError(f"building the project wheel failed:\n{result.stdout}{result.stderr}")
+    wheels = sorted(out.glob("kubectl_gitdrift-*.whl"))
+    if len(wheels) != 1:
+        raise BuildError(f"expected one wheel in {out}, found {wheels}")
+    return wheels[0]
 
 
 def install(
     platform: Platform,
     python: str,
+    entries: Sequence[Entry],
     project: Path,
+    runner: Sequence[str],
     cache: Path,
     work: Path,
     *,
     keep_schemas: int,
     kube_default: str,
-    prefer_cached: bool = False,
-    offline: bool = False,
 ) -> tuple[Path, list[str]]:
     """Install the project and the locked wheels for one (platform, Python) into its own
-    site-packages folder (no resolution here: `fetch_wheels` did it). kubernetes-validate is
-    unpacked by hand, keeping only the schemas a run reads. Returns the folder and the kept
-    schema versions."""
-    wheels = cache / f"{platform.name}-cp{python.replace('.', '')}"
-    if not ((prefer_cached or offline) and _cached(wheels, project)):
-        if offline:
-            raise Unavailable(f"the project (offline, and {wheels} holds no matching lock)")
-        fetch_wheels(platform, python, project, cache)
-    lock = json.loads((wheels / "lock.json").read_text())
+    site-packages folder with the locked pip, every file checked against its hash (no
+    resolution here). kubernetes-validate is unpacked by hand, keeping only the schemas a run
+    reads. Returns the folder and the kept schema versions."""
     site = work / "site" / f"{platform.name}-{python}"
     shutil.rmtree(site, ignore_errors=True)
-    by_hand = [wheels / n for n in lock["wheels"] if n.startswith("kubernetes_validate-")]
-    others = [str(wheels / n) for n in lock["wheels"] if wheels / n not in by_hand]
+    by_hand = [e for e in entries if e.name == "kubernetes-validate"]
+    if len(by_hand) != 1:
+        raise BuildError(f"expected one kubernetes-validate wheel for {platform.name} {python}")
+    others = [e for e in entries if e not in by_hand]
+    reqs = work / f"{set_name(platform, python)}.txt"
+    reqs.write_text(_requirements(others, cache) + f"{project} --hash=sha256:{_sha256(project)}\n")
     result = pip(
         "install", "--target", str(site), "--no-deps", "--no-index", "--no-compile",
-        "--no-warn-script-location", "--no-cache-dir", *_target_args(platform, python),
-        str(project), *others,
+        "--no-warn-script-location", "--no-cache-dir", "--require-hashes",
+        *_target_args(platform, python), "-r", str(reqs), runner=runner,
     )  # fmt: skip
     if result.returncode != 0:
         raise BuildError(f"pip install for {platform.name} py{python}:\n{result.stderr}")
-    if len(by_hand) != 1:
-        raise BuildError(f"expected one kubernetes_validate wheel in {wheels}")
-    kept = unpack_kubernetes_validate(by_hand[0], site, keep_schemas, kube_default)
+    kept = unpack_kubernetes_validate(cache / by_hand[0].file, site, keep_schemas, kube_default)
     return site, kept
 
 
@@ -366,30 +596,40 @@ def _pick(versions: Sequence[tuple[int, int, int]], requested: str) -> tuple[int
 
 
 def default_kube_version() -> str:
-    """The version kubectl_gitdrift.openapi.load_builtin_definitions() asks for by default."""
-    spec = importlib.util.spec_from_file_location(
-        "_gitdrift_openapi", ROOT / "kubectl_gitdrift" / "openapi.py"
-    )
-    if spec is None or spec.loader is None:
-        raise BuildError("cannot read kubectl_gitdrift/openapi.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    default = inspect.signature(module.load_builtin_definitions).parameters["kube_version"].default
-    return str(default)
+    """The version kubectl_gitdrift.openapi.load_builtin_definitions() asks for by default (read
+    from the source: the build's Python need not be able to import the package)."""
+    source = (ROOT / "kubectl_gitdrift" / "openapi.py").read_text()
+    constants = {}
+    for node in ast.parse(source).body:
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant):
+            constants.update(
+                {t.id: node.value.value for t in node.targets if isinstance(t, ast.Name)}
+            )
+        if isinstance(node, ast.FunctionDef) and node.name == "load_builtin_definitions":
+            args = node.args.args[-len(node.args.defaults) :] if node.args.defaults else []
+            for arg, default in zip(args, node.args.defaults, strict=True):
+                if arg.arg != "kube_version":
+                    continue
+                if isinstance(default, ast.Constant):
+                    return str(default.value)
+                if isinstance(default, ast.Name) and default.id in constants:
+                    return str(constants[default.id])
+    raise BuildError("cannot read load_builtin_definitions' default kube_version in openapi.py")
 
 
 def prune(site: Path) -> None:
-    """Drop what a run never reads or what names the build machine: scripts and bytecode, and
-    `direct_url.json` (the path of the wheel pip installed from)."""
+    """Drop what a run never reads or what names the build machine: scripts (their shebang is
+    the building interpreter's path) and bytecode, `direct_url.json` (the path of the wheel pip
+    installed from), and their rows in each RECORD."""
     shutil.rmtree(site / "bin", ignore_errors=True)
     for cache in sorted(site.rglob("__pycache__"), reverse=True):
         shutil.rmtree(cache, ignore_errors=True)
     for direct_url in site.glob("*.dist-info/direct_url.json"):
         direct_url.unlink()
-        record = direct_url.parent / "RECORD"
+    for record in site.glob("*.dist-info/RECORD"):
         lines = record.read_text().splitlines()
-        name = f"{direct_url.parent.name}/direct_url.json,"
-        record.write_text("".join(f"{line}\n" for line in lines if not line.startswith(name)))
+        gone = (f"{record.parent.name}/direct_url.json,", "../", "/", "bin/")
+        record.write_text("".join(f"{line}\n" for line in lines if not line.startswith(gone)))
 
 
 def unpack_kubernetes_validate(
@@ -578,42 +818,71 @@ def write_manifest(path: Path, version: str, archives: Sequence[Archive]) -> Non
 # --------------------------------------------------------------------------- main
 
 
+def _chosen(
+    lock: Mapping[str, Any], platforms: Sequence[str], pythons: Sequence[str], lock_path: Path
+) -> list[tuple[Platform, str, list[Entry]]]:
+    """The (platform, Python, locked wheels) to build, in order; the lock's unavailable pairs
+    are dropped with a message."""
+    chosen = []
+    for name in platforms:
+        platform = PLATFORMS[name]
+        for python in pythons:
+            key = set_name(platform, python)
+            if key in lock.get("unavailable", {}):
+                log(f"{name}: dropping Python {python}: no wheel for {lock['unavailable'][key]}")
+            elif key in lock.get("sets", {}):
+                chosen.append((platform, python, [Entry.of(e) for e in lock["sets"][key]]))
+            else:
+                raise BuildError(f"{lock_path} has nothing for {key}: run `make lock`")
+    return chosen
+
+
 def build(args: argparse.Namespace) -> list[Archive]:
     version = project_version()
-    epoch = source_date_epoch()
+    lock = read_lock(args.lock)
+    epoch = lock["source_date_epoch"] if args.source_date_epoch is None else args.source_date_epoch
+    epoch = max(int(epoch), _ZIP_EPOCH)
     kube_default = default_kube_version()
     out: Path = args.out
     out.mkdir(parents=True, exist_ok=True)
     cache: Path = args.wheel_cache
     readme = (ROOT / "README.md").read_bytes()
     license_text = (ROOT / "LICENSE").read_bytes()
+    chosen = _chosen(lock, args.platform, args.python, args.lock)
+    started = time.monotonic()
+    groups: dict[str, tuple[Sequence[Entry], Sequence[str]]] = {
+        "build tools": ([Entry.of(e) for e in lock["tools"]], ["--only-binary=:all:"])
+    }
+    for platform, python, entries in chosen:
+        groups[set_name(platform, python)] = (entries, _target_args(platform, python))
+    fetch(groups, cache, offline=args.offline)
+    log(f"every locked wheel is in {cache} ({time.monotonic() - started:.0f}s)")
+    runner = locked_pip(lock, cache)
     archives = []
     with tempfile.TemporaryDirectory(prefix="gitdrift-dist-") as tmp:
         work = Path(tmp)
-        started = time.monotonic()
-        project = build_project_wheel(work, isolated=not args.offline)
+        project = build_project_wheel(lock, cache, work, epoch)
         log(f"built {project.name} ({time.monotonic() - started:.1f}s)")
         for name in args.platform:
-            platform = PLATFORMS[name]
             sites: dict[str, Path] = {}
-            for python in args.python:
-                try:
-                    site, kept = install(
-                        platform,
-                        python,
-                        project,
-                        cache,
-                        work,
-                        keep_schemas=args.keep_schemas,
-                        kube_default=kube_default,
-                        prefer_cached=args.prefer_cached,
-                        offline=args.offline,
-                    )
-                except Unavailable as exc:
-                    log(f"{platform.name}: dropping Python {python}: no wheel for {exc}")
+            kept: list[str] = []
+            for platform, python, entries in chosen:
+                if platform.name != name:
                     continue
+                site, kept = install(
+                    platform,
+                    python,
+                    entries,
+                    project,
+                    runner,
+                    cache,
+                    work,
+                    keep_schemas=args.keep_schemas,
+                    kube_default=kube_default,
+                )
                 prune(site)
                 sites[python] = site
+            platform = PLATFORMS[name]
             if not sites:
                 log(f"dropping {platform.name}: no supported Python has wheels for it")
                 continue
@@ -653,6 +922,18 @@ def build(args: argparse.Namespace) -> list[Archive]:
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument(
+        "--make-lock",
+        action="store_true",
+        help="resolve pyproject's dependencies anew for every platform and Python and write the "
+        "lock (`make lock`); builds nothing",
+    )
+    parser.add_argument(
+        "--lock",
+        type=Path,
+        default=ROOT / "dist.lock",
+        help="the lock: every wheel's version and sha256 (default: dist.lock)",
+    )
+    parser.add_argument(
         "--platform",
         action="append",
         choices=sorted(PLATFORMS),
@@ -676,18 +957,18 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         type=Path,
         default=Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
         / "kubectl-gitdrift-dist",
-        help="where downloaded wheels are kept, per platform and Python",
-    )
-    parser.add_argument(
-        "--prefer-cached",
-        action="store_true",
-        help="install from the wheel cache when it satisfies the project; resolve only if not",
+        help="where the locked wheels are kept once downloaded (checked by sha256 on every use)",
     )
     parser.add_argument(
         "--offline",
         action="store_true",
-        help="never use the network: build the project wheel with the running environment's "
-        "setuptools and install from the wheel cache only",
+        help="never use the network: every locked wheel must be in the wheel cache",
+    )
+    parser.add_argument(
+        "--source-date-epoch",
+        type=int,
+        metavar="SECONDS",
+        help="the archives' timestamps (default: the lock's source_date_epoch)",
     )
     parser.add_argument(
         "--keep-schemas",
@@ -696,7 +977,12 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         metavar="N",
         help="keep the schemas of the newest N Kubernetes minors (default: 6)",
     )
+    parser.add_argument(
+        "--jobs", type=int, default=4, metavar="N", help="parallel resolutions for --make-lock"
+    )
     args = parser.parse_args(argv)
+    if args.make_lock and (args.platform or args.python):
+        parser.error("--make-lock locks every platform and Python: no --platform/--python")
     args.platform = args.platform or list(PLATFORMS)
     args.python = sorted(set(args.python or PYTHONS), key=_version_key)
     return args
@@ -706,7 +992,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     started = time.monotonic()
     try:
-        build(args)
+        if args.make_lock:
+            lock = make_lock(args.platform, args.python, jobs=args.jobs)
+            write_lock(args.lock, lock)
+            log(
+                f"wrote {args.lock}: {len(lock['sets'])} platform/Python sets, "
+                f"{len(lock['unavailable'])} without wheels"
+            )
+        else:
+            build(args)
     except BuildError as exc:
         log(f"error: {exc}")
         return 1
