@@ -20,7 +20,8 @@ asks the repository each run (the newest match may have changed).
 
 Credentials come from the user's own helm configuration only (Argo CD's repository Secrets are
 never read): the registry config (`$HELM_REGISTRY_CONFIG`, else `<helm config
-home>/registry/config.json`, as `helm registry login` writes it) for OCI, and the entry of the
+home>/registry/config.json`, as `helm registry login` writes it; then docker's, as helm falls
+back to it) for OCI, and the entry of the
 user's `repositories.yaml` with the same URL (or, for a dependency declared `@name` /
 `alias:name`, that name) for Helm repositories. helm verifies TLS against the system CAs and
 `$SSL_CERT_FILE`/`$SSL_CERT_DIR`. Plain HTTP to an OCI registry only for hosts named in
@@ -35,6 +36,9 @@ files. The AppProject's `sourceRepos` governs dependency repositories as in Argo
 repo-server is only given the credentials of repositories the project permits, and a failed
 build that involves a repository the project does not permit is reported as "helm repos … are
 not permitted in project '…'" (the error Argo CD's e2e tests assert).
+
+helm runs in the run's work directory (its repositories.yaml holds the user's credentials); only
+finished cache entries go below the cache.
 """
 
 from __future__ import annotations
