@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import concurrent.futures
+import contextlib
 import dataclasses
 import datetime
 import gc
@@ -218,7 +219,6 @@ def prepare(
         offline=getattr(args, "offline", False),
         local=getattr(args, "local", False),
         exports=exports,
-        progress=progress,
     )
 
     def one(index: int, target: Target, cached_only: bool = False) -> bool:
@@ -227,13 +227,8 @@ def prepare(
             target.app = application.parse_application(target.body)
             if not render_apps:
                 return True
-            if remotes and not any(
-                source_render._normalize_url(s.repo_url) in remotes
-                for s in target.app.sources
-                if not s.chart
-            ):
-                urls = ", ".join(sorted({s.repo_url for s in target.app.sources}))
-                target.skipped = f"repoURL {urls} is not the clone at --repo-root"
+            target.skipped = _not_the_clone(target.app, remotes)
+            if target.skipped:
                 return True
             target.rendered = source_render.render(
                 target.app,
@@ -266,6 +261,8 @@ def prepare(
             progress.advance(target.name)
         return done
 
+    if render_apps and not getattr(args, "offline", False):
+        _prefetch(targets, repos, args, remotes, progress)
     progress.start("rendering", len(targets))
     workers = min(max_workers(), len(targets))
     if workers <= 1:
@@ -279,6 +276,56 @@ def prepare(
         with concurrent.futures.ThreadPoolExecutor(max_workers=min(workers, len(todo))) as pool:
             list(pool.map(counted, *zip(*todo, strict=True)))
     return targets
+
+
+def _not_the_clone(app: model.Application, remotes: set[str]) -> str:
+    """Why --all skips `app`: none of its repositories is the clone at a plain --repo-root."""
+    if remotes and not any(
+        source_render._normalize_url(s.repo_url) in remotes for s in app.sources if not s.chart
+    ):
+        urls = ", ".join(sorted({s.repo_url for s in app.sources}))
+        return f"repoURL {urls} is not the clone at --repo-root"
+    return ""
+
+
+def _prefetch(
+    targets: Sequence[Target],
+    repos: source_fetch.Repos,
+    args: argparse.Namespace,
+    remotes: set[str],
+    progress: Progress,
+) -> None:
+    """Fetch what the apps' git sources need, each repository and revision once, in parallel,
+    as a phase of its own before rendering (a first clone can take a while); rendering then
+    finds every commit in the mirrors. A failure is remembered and said by the render of each
+    app it concerns. `ref:`-only sources are fetched when a value file uses them."""
+    jobs: dict[str, tuple[model.Application, model.AppSource, str]] = {}
+    for target in targets:
+        try:
+            app = application.parse_application(target.body)
+        except GitDriftError:
+            continue  # said when rendering
+        if _not_the_clone(app, remotes):
+            continue
+        for index, source in enumerate(app.sources):
+            if source.ref and not source.path:
+                continue
+            rev, _prefer_remote = source_render._revision_for(app, index, source, args.revision)
+            key = repos.to_fetch(app, source, rev)
+            if key is not None:
+                jobs.setdefault(key, (app, source, rev))
+    if not jobs:
+        return
+    progress.start("fetching", len(jobs))
+
+    def fetch(job: tuple[model.Application, model.AppSource, str]) -> None:
+        app, source, rev = job
+        with contextlib.suppress(GitDriftError):  # remembered: each app's render says it
+            repos.checkout(app, source, rev, False)
+        progress.advance(f"{source_fetch.redact(source.repo_url)} {rev}")
+
+    with concurrent.futures.ThreadPoolExecutor(max_workers=min(max_workers(), len(jobs))) as pool:
+        list(pool.map(fetch, [jobs[k] for k in sorted(jobs)]))
 
 
 def check_source_flags(args: argparse.Namespace) -> None:

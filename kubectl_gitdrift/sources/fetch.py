@@ -39,13 +39,13 @@ import subprocess
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from kubectl_gitdrift.errors import SourceError, UsageError
+from kubectl_gitdrift.errors import GitDriftError, SourceError, UsageError
 from kubectl_gitdrift.model import Application, AppSource
-from kubectl_gitdrift.sources import git
+from kubectl_gitdrift.sources import charts, git
 from kubectl_gitdrift.sources.cache import CacheMiss
 from kubectl_gitdrift.sources.render import (
     WORKING_TREE,
@@ -154,10 +154,8 @@ class Repos:
         local: bool = False,
         exports: Exports | None = None,
         timeout: float | None = None,
-        progress: Callable[[str], None] | None = None,
     ) -> None:
         self.directory = directory
-        self.progress = progress  # told before each network access (a fetch can take long)
         self.offline, self.local, self.exports = offline, local, exports
         self.timeout = fetch_timeout() if timeout is None else timeout
         check_roots(roots, local=local)
@@ -168,6 +166,7 @@ class Repos:
         self._done: dict[tuple[str, str, bool], Checkout] = {}
         self._mirrors: dict[str, Mirror] = {}
         self._pending: dict[tuple[str, str, bool], threading.Lock] = {}
+        self._failed: dict[tuple[str, str, bool], GitDriftError] = {}  # said once per run
         self._remotes: set[str] | None = None  # of the plain --repo-root clone, read once
 
     def clone_for(self, source: AppSource, app_urls: Sequence[str]) -> Path | None:
@@ -206,8 +205,7 @@ class Repos:
         *,
         cached_only: bool = False,
     ) -> Checkout:
-        urls = [s.repo_url for s in app.sources if s.repo_url and not s.chart]
-        clone = self.clone_for(source, urls)
+        clone = self.clone_for(source, _git_urls(app))
         if clone is not None:
             return self._local(clone, revision, prefer_remote)
         if self.local:
@@ -227,24 +225,48 @@ class Repos:
         with self._lock:
             mirror = self._mirrors.setdefault(  # per URL as written (its transport, its creds)
                 source.repo_url,
-                Mirror(
-                    self.directory,
-                    source.repo_url,
-                    offline=self.offline,
-                    timeout=self.timeout,
-                    progress=self.progress,
-                ),
+                Mirror(self.directory, source.repo_url, offline=self.offline, timeout=self.timeout),
             )
             pending = self._pending.setdefault(key, threading.Lock())
         with pending:  # apps of one run sharing a repository and revision resolve it once
             with self._lock:
-                known = self._done.get(key)
+                known, failed = self._done.get(key), self._failed.get(key)
+            if failed is not None:
+                raise failed
             if known is None:
-                sha = mirror.commit(revision, app=app.qualified_name, cached_only=cached_only)
+                try:
+                    sha = mirror.commit(revision, app=app.qualified_name, cached_only=cached_only)
+                except GitDriftError as exc:
+                    with self._lock:
+                        self._failed[key] = exc
+                    raise
                 known = Checkout(mirror.path, sha, mirror.shown, fetched=True)
                 with self._lock:
                     self._done[key] = known
         return known
+
+    def to_fetch(self, app: Application, source: AppSource, revision: str) -> str | None:
+        """What `checkout` would fetch for `source` at `revision` (one key per repository and
+        revision), or None: a local clone serves it, the mirror has the commit already, or the
+        source cannot be fetched (`checkout` says why when rendering)."""
+        if not source.repo_url or self.local:
+            return None
+        try:
+            if charts.classify(source.repo_url, source.chart) is not None:
+                return None  # a chart pulled from a Helm repository or an OCI registry
+            if self.clone_for(source, _git_urls(app)) is not None:
+                return None
+        except GitDriftError:
+            return None
+        key = (_key_url(source.repo_url), revision, False)
+        with self._lock:
+            if key in self._done or key in self._failed:
+                return None
+        try:  # a commit the mirror has: remembered, nothing to fetch
+            self.checkout(app, source, revision, False, cached_only=True)
+            return None
+        except (CacheMiss, GitDriftError):
+            return f"{key[0]} {revision}"
 
     def _local(self, clone: Path, revision: str, prefer_remote: bool) -> Checkout:
         key = (str(clone), revision, prefer_remote)
@@ -271,17 +293,8 @@ class Repos:
 class Mirror:
     """The bare partial mirror of one repository URL (see the module docstring)."""
 
-    def __init__(
-        self,
-        directory: Path,
-        url: str,
-        *,
-        offline: bool,
-        timeout: float,
-        progress: Callable[[str], None] | None = None,
-    ) -> None:
+    def __init__(self, directory: Path, url: str, *, offline: bool, timeout: float) -> None:
         self.directory = directory
-        self.progress = progress
         self.url = url
         self.shown = redact(url)  # for messages: no password
         self.offline = offline
@@ -453,8 +466,6 @@ class Mirror:
     ) -> subprocess.CompletedProcess[bytes]:
         """A git command that talks to the server (the URL given for this command only)."""
         cmd = [*_NO_COMMAND_TRANSPORTS, "-c", f"remote.origin.url={self.url}", *args]
-        if self.progress is not None:
-            self.progress(f"git {_subcommand(args)} {self.shown}")
         try:
             proc = _run(repo, cmd, timeout=self.timeout, stdin=stdin, network=True)
         except _TimedOut as exc:
@@ -521,6 +532,10 @@ class _GitFailed(SourceError):
     def __init__(self, message: str, *, hint: str, stderr: str) -> None:
         super().__init__(message, hint=hint)
         self.stderr = stderr
+
+
+def _git_urls(app: Application) -> list[str]:
+    return [s.repo_url for s in app.sources if s.repo_url and not s.chart]
 
 
 def _match_ref(rev: str, refs: Mapping[str, str], symrefs: Mapping[str, str]) -> str | None:
