@@ -334,9 +334,9 @@ def check_source_flags(args: argparse.Namespace) -> None:
     source_fetch.check_roots(roots, local=getattr(args, "local", False))
 
 
-def _plain_repo_root(args: argparse.Namespace) -> Path:
+def _plain_repo_root(args: argparse.Namespace) -> Path | None:
     roots: list[source_fetch.RepoRoot] = getattr(args, "repo_root", None) or []
-    return next((r.path for r in roots if r.url is None), Path())
+    return next((r.path for r in roots if r.url is None), None)
 
 
 def _clone_urls(repo_root: Path) -> set[str]:
@@ -473,12 +473,14 @@ def _resolved(repo_root: Path, rev: str) -> tuple[Path, str]:
 def with_source_callbacks(
     options: engine.Options,
     rendered: source_render.Rendered,
-    repo_root: Path,
+    repo_root: Path | None,
     history_cache: source_cache.HistoryCache | None = None,
 ) -> engine.Options:
     """The engine's callbacks into git for one rendered source: where a field is set (locate),
     a source file's text (read_source, for patches) and the last commit touching a file (kept
-    in `history_cache` for a commit, never for the working tree)."""
+    in `history_cache` for a commit, never for the working tree), from `repo_root` (the clone or
+    the fetched mirror the first source came from; None: no git history, e.g. a registry
+    chart)."""
     tree = rendered.tree.resolve()
     at = "HEAD" if rendered.revision == source_render.WORKING_TREE else rendered.revision
     kept = history_cache if at != "HEAD" else None
@@ -499,6 +501,8 @@ def with_source_callbacks(
         return path.read_text(encoding="utf-8")
 
     def history(rel: str) -> attribution.CommitRef | None:
+        if repo_root is None:
+            return None
         known = kept.entries(at).get(rel, ()) if kept is not None else ()
         if known != ():
             return attribution.CommitRef(*known) if known else None
