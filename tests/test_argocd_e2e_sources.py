@@ -439,3 +439,27 @@ def test_the_cluster_version_reaches_helm_unless_the_app_sets_one(tmp_path: Path
 
     assert version({}) == "v1.28.3"
     assert version({"kubeVersion": "1.30.1"}) == "v1.30.1"
+
+
+def test_offline_refuses_what_kustomize_would_download(tmp_path: Path) -> None:
+    write(
+        tmp_path,
+        "app/kustomization.yaml",
+        "resources:\n- https://github.com/org/repo//base?ref=v1\n",
+    )
+    with pytest.raises(SourceError) as err:
+        kustomize.build(tmp_path, "app", {}, workdir=tmp_path / "w", offline=True)
+    assert err.value.message == (
+        "kustomize build app: --offline, but kustomize would download app/kustomization.yaml: "
+        "resources https://github.com/org/repo//base?ref=v1"
+    )
+    write(
+        tmp_path,
+        "charts/kustomization.yaml",
+        "helmCharts:\n- {name: redis, repo: https://charts.example.com, version: 1.0.0}\n",
+    )
+    with pytest.raises(SourceError, match=r"helmCharts redis from https://charts.example.com$"):
+        kustomize.build(
+            tmp_path, "charts", {}, workdir=tmp_path / "w", offline=True,
+            build_options=["--enable-helm"],
+        )  # fmt: skip

@@ -63,6 +63,7 @@ def build(
     cache: RenderCache | None = None,
     cached_only: bool = False,
     allow_exec: bool = False,
+    offline: bool = False,
 ) -> list[Manifest]:
     """Render the kustomization at `tree/app_path` with the Application's kustomize `options`.
 
@@ -71,7 +72,8 @@ def build(
     `$VAR` in images and labels. `build_options` are extra flags (argocd-cm
     `kustomize.buildOptions`); plugin flags are refused unless `allow_exec` (--allow-plugins).
     With a `cache` and the commit `revision` the tree holds, a render made before is read back
-    instead of running kustomize.
+    instead of running kustomize. `offline` (--offline) refuses a kustomization that would make
+    kustomize download something (a remote base, a chart from a repository).
 
     Each object's `origin` (the file that defines it) comes from kustomize's originAnnotations
     for kustomizations of up to `origin_annotations_max()` objects; past that the annotations
@@ -113,6 +115,12 @@ def build(
     )
     _check_inside(tree, kdir)
     closure = _Closure.walk(tree, _rel(kdir, tree) if kdir != tree else ".")
+    if offline and closure.network:
+        raise SourceError(
+            f"kustomize build {display}: --offline, but kustomize would download "
+            f"{closure.network[0]}",
+            hint="run without --offline, or vendor the base or chart into the repository",
+        )
     annotate = keep_origin or closure.objects <= limit
     helm = _helm_enabled(build_options)
     copy: Path | None = None
@@ -218,6 +226,7 @@ class _Closure:
         self.generated: list[tuple[str, str, str]] = []  # (kind, name, kustomization file)
         self.objects = 0
         self.remote = False
+        self.network: list[str] = []  # what kustomize would download: remote bases, chart repos
         self._index: dict[str, dict[str, set[str]]] | None = None
 
     @classmethod
@@ -254,6 +263,8 @@ class _Closure:
                                 out.objects += len(_KIND_LINE.findall(path.read_bytes()))
                         elif _URL_LIKE.search(entry) or "?" in entry or not path.exists():
                             out.remote = True
+                            if _URL_LIKE.search(entry):
+                                out.network.append(f"{rel}: {field} {entry}")
                 for generator, kind in (("configMapGenerator", "ConfigMap"),
                                         ("secretGenerator", "Secret")):  # fmt: skip
                     for item in doc.get(generator) or ():
@@ -262,6 +273,11 @@ class _Closure:
                             out.objects += 1
                 if doc.get("helmCharts") or doc.get("helmChartInflationGenerator"):
                     out.remote = True
+                for chart in doc.get("helmCharts") or ():
+                    if isinstance(chart, Mapping) and chart.get("repo"):
+                        out.network.append(
+                            f"{rel}: helmCharts {chart.get('name')} from {chart.get('repo')}"
+                        )
         return out
 
     def origin(self, kind: str, name: str) -> str | None:

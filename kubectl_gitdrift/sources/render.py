@@ -450,6 +450,7 @@ def _render_source(
             cache=None if sha == WORKING_TREE else cache,
             cached_only=cached_only,
             allow_exec=conf.allow_plugins,
+            offline=offline,
         )
     else:
         env = build_env(app, source, "" if sha == WORKING_TREE else sha)
