@@ -18,6 +18,7 @@ terminal meet.
 
 from __future__ import annotations
 
+import functools
 import io
 import threading
 import time
@@ -192,22 +193,7 @@ _UNCOUNTED = "gitdrift: {desc}  {run} elapsed"
 
 
 def _bar(err: TextIO, phase: str, total: int | None, t0: float) -> Any:
-    from tqdm import tqdm
-
-    class Bar(tqdm):  # type: ignore[type-arg]
-        """tqdm with the run's elapsed time and the last item in its format."""
-
-        item = ""
-
-        @property
-        def format_dict(self) -> dict[str, Any]:
-            values = dict(super().format_dict)
-            values["run"] = tqdm.format_interval(time.monotonic() - t0)
-            values["item"] = self.item
-            values["width"] = len(str(self.total or ""))
-            return values
-
-    return Bar(
+    return _bar_class()(
         total=total,
         desc=phase,
         file=err,
@@ -215,7 +201,33 @@ def _bar(err: TextIO, phase: str, total: int | None, t0: float) -> Any:
         dynamic_ncols=True,  # follows the terminal's width; longer lines are cut
         mininterval=0.1,
         bar_format=_COUNTED if total is not None else _UNCOUNTED,
+        t0=t0,
     )
+
+
+@functools.cache
+def _bar_class() -> type[Any]:
+    from tqdm import tqdm
+
+    class Bar(tqdm):  # type: ignore[type-arg]
+        """tqdm with the run's elapsed time and the last item in its format."""
+
+        monitor_interval = 0  # Live redraws on its own clock: no tqdm monitor thread
+
+        def __init__(self, *args: Any, t0: float, **kwargs: Any) -> None:
+            self.t0 = t0  # when the run started (the line shows the run's elapsed time)
+            self.item = ""  # the last item done
+            super().__init__(*args, **kwargs)
+
+        @property
+        def format_dict(self) -> dict[str, Any]:
+            values = dict(super().format_dict)
+            values["run"] = tqdm.format_interval(time.monotonic() - self.t0)
+            values["item"] = self.item
+            values["width"] = len(str(self.total or ""))
+            return values
+
+    return Bar
 
 
 def choose(mode: str, err: TextIO, *, terminal: bool) -> Silent:
