@@ -143,6 +143,10 @@ def test_definitions_are_validated(tmp_path: Path) -> None:
     with pytest.raises(SourceError, match=r"metadata.name should be non-empty"):
         plugins(nameless)
     assert plugins() == []  # a ConfigMap with no plugin in it
+    scripts = cmp_configmap(plugin_doc())
+    scripts["data"]["generate.sh"] = "#!/bin/sh\nset -e\nhelm template . | avp generate -\n"
+    scripts["data"]["notes.txt"] = "key: [unclosed"
+    assert [p.name for p in cmp.from_configmap(scripts)] == ["envsubst"]
     file = write(tmp_path, "plugin.yaml", yaml.safe_dump(plugin_doc(version="v2")))
     (plugin,) = cmp.from_file(file)
     assert plugin.trusted

@@ -92,7 +92,9 @@ class Plugin:
 
 
 def from_configmap(body: Mapping[str, Any]) -> list[Plugin]:
-    """The plugin definitions in an `argocd-cmp-cm` ConfigMap (one per data key)."""
+    """The plugin definitions in an `argocd-cmp-cm` ConfigMap (one per data key). The
+    ConfigMap is mounted into the sidecars as files, so other keys (a script the plugin runs)
+    are not YAML or not a ConfigManagementPlugin: they are left alone."""
     data = body.get("data")
     if not isinstance(data, Mapping):
         return []
@@ -103,8 +105,15 @@ def from_configmap(body: Mapping[str, Any]) -> list[Plugin]:
         if not isinstance(text, str):
             continue
         where = f"{CMP_CONFIGMAP} ({namespace}) {key}"
-        docs = yamlio.load_documents(text, where)
-        out.extend(_plugin(doc, where, trusted=False) for doc in docs if doc.get("kind") == KIND)
+        try:
+            docs = yamlio.load_any(text, where)
+        except SourceError:
+            continue
+        out.extend(
+            _plugin(doc, where, trusted=False)
+            for doc in docs
+            if isinstance(doc, Mapping) and doc.get("kind") == KIND
+        )
     return out
 
 
