@@ -501,3 +501,25 @@ def test_live_reads_argocd_cmp_cm_only_with_allow_plugins(
     assert live_doc.pop("mode") == "live"
     assert offline_doc.pop("mode") == "offline"
     assert live_doc["applications"][0]["resources"] == offline_doc["applications"][0]["resources"]
+
+
+def test_a_broken_definition_fails_only_the_sources_that_need_a_plugin(tmp_path: Path) -> None:
+    broken = plugin_doc("avp")
+    del broken["spec"]["generate"]
+    config = render_config.of([cmp_configmap(broken, plugin_doc("ok"))], allow_plugins=True)
+    assert [p.name for p in config.plugins] == ["ok"]
+    assert config.broken_plugins == (
+        (
+            "argocd-cmp-cm (argocd) plugin-0.yaml: ConfigManagementPlugin avp: spec.generate "
+            "command should be non-empty"
+        ),
+    )
+    app = tmp_path / "app"
+    write(app, "x.txt")
+    assert cmp.select(config.plugins, {"name": "ok"}, app, {}, True, "app", config.broken_plugins)
+    with pytest.raises(SourceError) as err:
+        cmp.select(config.plugins, {"name": "avp"}, app, {}, True, "app", config.broken_plugins)
+    assert err.value.message.startswith(
+        "source path app: no usable config management plugin named avp; a definition is broken: "
+        "argocd-cmp-cm (argocd) plugin-0.yaml: ConfigManagementPlugin avp"
+    )

@@ -91,10 +91,12 @@ class Plugin:
         return bool(self.discover_file_name or self.discover_glob or self.discover_command)
 
 
-def from_configmap(body: Mapping[str, Any]) -> list[Plugin]:
+def from_configmap(body: Mapping[str, Any], errors: list[str] | None = None) -> list[Plugin]:
     """The plugin definitions in an `argocd-cmp-cm` ConfigMap (one per data key). The
     ConfigMap is mounted into the sidecars as files, so other keys (a script the plugin runs)
-    are not YAML or not a ConfigManagementPlugin: they are left alone."""
+    are not YAML or not a ConfigManagementPlugin: they are left alone. A broken definition
+    (no name, no generate command) is a sidecar that would not start: with `errors` it is left
+    out and its error appended there, so other sources still render."""
     data = body.get("data")
     if not isinstance(data, Mapping):
         return []
@@ -109,11 +111,15 @@ def from_configmap(body: Mapping[str, Any]) -> list[Plugin]:
             docs = yamlio.load_any(text, where)
         except SourceError:
             continue
-        out.extend(
-            _plugin(doc, where, trusted=False)
-            for doc in docs
-            if isinstance(doc, Mapping) and doc.get("kind") == KIND
-        )
+        for doc in docs:
+            if not (isinstance(doc, Mapping) and doc.get("kind") == KIND):
+                continue
+            try:
+                out.append(_plugin(doc, where, trusted=False))
+            except SourceError as exc:
+                if errors is None:
+                    raise
+                errors.append(exc.message)
     return out
 
 
@@ -153,9 +159,17 @@ def select(
     env: Mapping[str, str],
     allow: bool,
     display: str,
+    broken: Sequence[str] = (),
 ) -> Plugin:
-    """The plugin that renders a `plugin:` source."""
+    """The plugin that renders a `plugin:` source (`broken`: definitions that were left out,
+    named when no plugin is found)."""
     name = str(options.get("name") or "")
+    if broken and not any(p.full_name == name for p in plugins):
+        raise SourceError(
+            f"source path {display}: no usable config management plugin"
+            + (f" named {name}" if name else "")
+            + f"; a definition is broken: {broken[0]}"
+        )
     if not plugins:
         what = f"config management plugin {name}" if name else "a config management plugin"
         raise SourceError(

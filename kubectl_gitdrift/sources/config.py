@@ -39,6 +39,7 @@ class RenderConfig:
     # the destination cluster's version as Argo CD passes it to helm, kustomize's helmCharts and
     # plugins (parseKubeVersion: "1.31.2" from "v1.31.2+k3s1"); "" when unknown
     kube_version: str = ""
+    broken_plugins: tuple[str, ...] = ()  # argocd-cmp-cm definitions left out, and why
 
     def kustomize_flags(self) -> tuple[str, ...]:
         """`kustomize.buildOptions` to build with: the flags that run commands from the
@@ -90,6 +91,7 @@ def of(
     read = False
     disabled: set[str] = set()
     plugins: list[cmp.Plugin] = []
+    broken: list[str] = []
     for body in configmaps:
         if body.get("kind") != "ConfigMap":
             continue
@@ -107,7 +109,7 @@ def of(
                     if str(key).startswith(prefix) and len(str(key)) > len(prefix):
                         versions.add(str(key)[len(prefix) :])
         elif name == cmp.CMP_CONFIGMAP:
-            plugins.extend(cmp.from_configmap(body))
+            plugins.extend(cmp.from_configmap(body, broken))
     for path in cmp_files:
         plugins.extend(cmp.from_file(path))  # named on the command line: these win
     return RenderConfig(
@@ -118,6 +120,7 @@ def of(
         allow_plugins=allow_plugins,
         disabled=frozenset(disabled),
         kube_version=parse_kube_version(kube_version),
+        broken_plugins=tuple(broken),
     )
 
 

@@ -424,7 +424,10 @@ def _render_source(
             raise CacheMiss(path)
         env = build_env(app, source, "" if sha == WORKING_TREE else sha)
         plugin_options = blocks.get("plugin") or {}
-        plugin = cmp.select(conf.plugins, plugin_options, app_dir, env, conf.allow_plugins, path)
+        plugin = cmp.select(
+            conf.plugins, plugin_options, app_dir, env, conf.allow_plugins, path,
+            conf.broken_plugins,
+        )  # fmt: skip
         return part, cmp.generate(
             plugin,
             tree=tree,
