@@ -31,7 +31,7 @@ import random
 import re
 import time
 import warnings
-from collections.abc import Coroutine, Iterable, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, TypeVar
@@ -587,12 +587,23 @@ class Cluster:
             await response.aread()
             return response  # type: ignore[no-any-return]
 
-    def fetch(self, queries: Sequence[Query]) -> list[ListResult]:
-        """Run the LISTs concurrently (bounded); results come back in `queries` order."""
-        return self._run(self._list_all(queries))
+    def fetch(
+        self, queries: Sequence[Query], done: Callable[[ListResult], None] | None = None
+    ) -> list[ListResult]:
+        """Run the LISTs concurrently (bounded); results come back in `queries` order. `done`
+        hears of each result as it arrives (the CLI's progress line counts them)."""
+        return self._run(self._list_all(queries, done))
 
-    async def _list_all(self, queries: Sequence[Query]) -> list[ListResult]:
-        return list(await asyncio.gather(*(self._list(q) for q in queries)))
+    async def _list_all(
+        self, queries: Sequence[Query], done: Callable[[ListResult], None] | None = None
+    ) -> list[ListResult]:
+        async def one(query: Query) -> ListResult:
+            result = await self._list(query)
+            if done is not None:
+                done(result)
+            return result
+
+        return list(await asyncio.gather(*(one(q) for q in queries)))
 
     async def _list(self, query: Query) -> ListResult:
         assert self._sem is not None

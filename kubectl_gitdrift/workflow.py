@@ -575,8 +575,8 @@ def gather_live(
         )
         queries, not_served = cluster.plan(kc.discovery, wants, namespaces, tracking_label=label)
         notes.extend(not_served)
-        progress(f"listing {len(queries)} kind/namespace pairs")
-        results = kc.fetch(queries)
+        progress.start("listing", len(queries))
+        results = kc.fetch(queries, done=lambda res: progress.advance(res.query.describe()))
         docs: dict[model.ObjectKey, model.Body] = {}
         for body in [*bodies, *argocd_docs]:
             docs[model.ObjectKey.of(body)] = body

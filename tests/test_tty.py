@@ -268,6 +268,9 @@ def test_live_and_snapshot_show_their_phases(
     frames = [f.split()[1] for f in run.stderr.split(b"\r") if f.startswith(b"gitdrift: ")]
     phases = list(dict.fromkeys(frames))
     assert phases == [b"connected", b"rendering", b"listing", b"indexing", b"comparing"]
+    assert any(
+        re.match(rb"gitdrift: listing +\d+/\d+ .* elapsed", f) for f in run.stderr.split(b"\r")
+    )
     assert not any(run.screen(run.stderr))
     offline = run_cli(_all(fleet12), tmp_path, cache=cache)
     assert run.stdout == offline.stdout
