@@ -369,6 +369,9 @@ class Drift:
     normalized_live: Body | None = None
     reason: str = ""  # why Unknown / why no status
     counts: bool = True  # counts toward the app's sync status (IgnoreExtraneous, hooks: False)
+    # server-side apply: fields git no longer sets that the next apply keeps because other
+    # managers also own them (path, those managers); only argocd-controller lets go of them
+    released: tuple[tuple[FieldPath, tuple[str, ...]], ...] = ()
 
 
 class Severity(enum.IntEnum):

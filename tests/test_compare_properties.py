@@ -114,3 +114,14 @@ def test_fields_v1_round_trip(body: dict[str, Any]) -> None:
         if node:
             node["."] = {}
     assert smd.from_fields_v1(raw) == paths
+
+
+@FAST
+@given(deployments(), deployments())
+def test_the_quick_no_prune_check_is_sound(
+    previous: dict[str, Any], config: dict[str, Any]
+) -> None:
+    last = smd.field_set(previous, DEPLOY)
+    if smd.applied_again(last, config, DEPLOY):
+        assert last <= smd.field_set(config, DEPLOY)
+    assert smd.applied_again(smd.field_set(config, DEPLOY), config, DEPLOY)

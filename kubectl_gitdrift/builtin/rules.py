@@ -13,6 +13,8 @@ Every finding has a stable code and the evidence it rests on (rule -> codes):
 - builtin/tracking: tracking-id-missing, -invalid, -mismatch (another app), -copied
 - builtin/controller-rbac: controller-forbidden (the controller may not do what a sync needs)
 - builtin/missing-extraneous: missing-resource, extraneous-resource
+- builtin/ssa-field-released: ssa-field-released (git dropped a field other managers also own:
+  a server-side apply keeps it)
 """
 
 from __future__ import annotations
@@ -42,6 +44,15 @@ SELF_HEAL_CAP = 300
 
 @hookimpl
 def gitdrift_register_rules(register: RegisterRule) -> None:
+    register(
+        "builtin/ssa-field-released",
+        ssa_field_released,
+        severity=Severity.INFO,
+        codes=("ssa-field-released",),
+        doc="Server-side apply: git dropped a field another manager also owns, so the next "
+        "sync keeps it (only argocd-controller's ownership goes): why removing it from git "
+        "changed nothing.",
+    )
     register(
         "builtin/manual-drift",
         manual_drift,
@@ -898,4 +909,26 @@ def missing_or_extraneous(ctx: RuleContext) -> Iterator[Finding]:
                 key=drift.key,
                 evidence=evidence,
                 hint=f"argocd app sync {ctx.app.name} --prune",
+            )
+
+
+def ssa_field_released(ctx: RuleContext) -> Iterator[Finding]:
+    for drift in ctx.drifts:
+        for path, managers in drift.released:
+            who = ", ".join(managers)
+            yield Finding(
+                code="ssa-field-released",
+                severity=Severity.INFO,
+                message=(
+                    f"git no longer sets {model.display_path(path)} of {drift.key.short()}, but "
+                    f"{who} also manage{'s' if len(managers) == 1 else ''} it: Argo CD's next "
+                    "server-side apply keeps it and only gives up argocd-controller's ownership"
+                ),
+                key=drift.key,
+                path=path,
+                evidence={"managers": list(managers)},
+                hint=(
+                    f"to remove it, have {who} stop managing it (or delete it once they do); "
+                    "Argo CD will not"
+                ),
             )

@@ -28,6 +28,7 @@ bundled definitions do not carry, so "TCP" stands in for it.
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -44,8 +45,11 @@ FieldSet = set[Path]
 KEY_DEFAULTS = {"protocol": "TCP"}
 
 
+_ENCODER = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
 def _json(value: Any) -> str:
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return _ENCODER.encode(value)
 
 
 class Type:
@@ -134,12 +138,12 @@ def _shape(t: Type, value: Any) -> tuple[str, bool]:
     """(map | list | set | scalar, atomic) for this value under this type; untyped values are
     deduced: maps granular, lists atomic."""
     if t.kind != "any":
-        if t.kind == "map" and not isinstance(value, Mapping) and value is not None:
+        if t.kind == "map" and not isinstance(value, dict) and value is not None:
             return "scalar", True
         if t.kind in ("list", "set") and not isinstance(value, list) and value is not None:
             return "scalar", True
         return t.kind, t.atomic
-    if isinstance(value, Mapping):
+    if isinstance(value, dict):
         return "map", False
     if isinstance(value, list):
         return "list", True
@@ -150,7 +154,7 @@ def item_element(t: Type, kind: str, item: Any, index: int) -> str:
     """The path element naming a list item."""
     if kind == "set":
         return "v:" + _json(item)
-    if t.keys and isinstance(item, Mapping):
+    if t.keys and isinstance(item, dict):
         key = {}
         for name in t.keys:
             if name in item:
@@ -162,6 +166,7 @@ def item_element(t: Type, kind: str, item: Any, index: int) -> str:
     return f"i:{index}"
 
 
+@functools.lru_cache(maxsize=65536)
 def canonical_element(elem: str) -> str:
     """A managedFields path element in the form `item_element` writes."""
     if elem[:2] in ("k:", "v:"):
@@ -183,7 +188,7 @@ def from_fields_v1(raw: Any, prefix: Path = ()) -> FieldSet:
 
 
 def _walk_fields_v1(raw: Any, prefix: Path, out: FieldSet) -> None:
-    if not isinstance(raw, Mapping):
+    if not isinstance(raw, dict):
         return
     for key, child in raw.items():
         if key == ".":
@@ -212,12 +217,12 @@ def _field_set(value: Any, t: Type, path: Path, out: FieldSet) -> None:
         out.add(path)
         return
     if kind == "map":
-        if not isinstance(value, Mapping):
+        if not isinstance(value, dict):
             return
         for key, child in value.items():
             child_path = (*path, "f:" + key)
             _field_set(child, t.field(key), child_path, out)
-            if key not in t.named or child is None or (isinstance(child, Mapping) and not child):
+            if key not in t.named or child is None or (isinstance(child, dict) and not child):
                 out.add(child_path)
         return
     if not isinstance(value, list):
@@ -272,10 +277,10 @@ def merge(lhs: Any, rhs: Any, t: Type) -> Any:
     if kind == "scalar" or atomic:
         return rhs
     if kind == "map":
-        if not isinstance(lhs, Mapping) and lhs is not None:
+        if not isinstance(lhs, dict) and lhs is not None:
             return rhs
         lmap = lhs or {}
-        rmap = rhs if isinstance(rhs, Mapping) else {}
+        rmap = rhs if isinstance(rhs, dict) else {}
         if not lmap and not rmap:
             return rhs
         out: dict[str, Any] = {}
@@ -401,7 +406,7 @@ def _remove(value: Any, tree: Trie, t: Type) -> Any:
     if kind == "scalar":
         return value
     if kind == "map":
-        if not isinstance(value, Mapping) or not value or atomic:
+        if not isinstance(value, dict) or not value or atomic:
             return None
         out: dict[str, Any] = {}
         for key, child in value.items():
@@ -433,21 +438,66 @@ def _remove(value: Any, tree: Trie, t: Type) -> Any:
 # --------------------------------------------------------------------------- apply
 
 
+def applied_again(last: FieldSet, config: Mapping[str, Any], t: Type) -> bool:
+    """Whether every path of `last` is a member of `config`'s field set, answered by walking
+    `config` along `last` once (cheaper than the whole field set); False when unsure."""
+    return _covers(trie(last), config, t)
+
+
+def _covers(tree: Trie, value: Any, node: Type) -> bool:
+    index: dict[str, Any] | None = None
+    for elem, (member, below) in tree.items():
+        if elem.startswith("f:"):
+            name = elem[2:]
+            if not isinstance(value, dict) or name not in value:
+                return False
+            child, child_node = value[name], node.field(name)
+            # a non-empty map or list is a member only when atomic or not declared
+            granular = (
+                member
+                and isinstance(child, (dict, list))
+                and child
+                and name in node.named
+                and not _shape(child_node, child)[1]
+            )
+            if granular:
+                return False
+        else:
+            if index is None:
+                if not isinstance(value, list):
+                    return False
+                kind, atomic = _shape(node, value)
+                if atomic:
+                    return False
+                index = {item_element(node, kind, item, i): item for i, item in enumerate(value)}
+            if elem not in index:
+                return False
+            child, child_node = index[elem], node.items()
+        if below and not _covers(below, child, child_node):
+            return False
+    return True
+
+
 def apply(
     live: Mapping[str, Any],
     config: Mapping[str, Any],
     t: Type,
     last: FieldSet,
     others: FieldSet,
+    config_set: FieldSet | None = None,
 ) -> dict[str, Any]:
     """merge.Updater.Apply with force: `live` after applying `config` as a manager whose previous
-    Apply set was `last`, while `others` is what every other manager owns."""
+    Apply set was `last`, while `others` is what every other manager owns. `config_set` is
+    `field_set(config, t)` when the caller has it."""
     merged = merge(live, config, t)
     if merged is ABSENT or not isinstance(merged, dict):
         merged = {}
     if not last:
         return merged
-    config_set = field_set(config, t)
+    if config_set is None:
+        if applied_again(last, config, t):  # the usual case: git unchanged since the sync
+            return merged
+        config_set = field_set(config, t)
     if last <= config_set:  # nothing it applied before is missing now: nothing to prune
         return merged
     last_named = ensure_named(last, t)
@@ -461,12 +511,48 @@ def apply(
     return result if isinstance(result, dict) else {}
 
 
-def managers(live: Mapping[str, Any]) -> list[tuple[str, str, str, FieldSet]]:
-    """(manager, operation, subresource, field set) per managedFields entry."""
-    metadata = live.get("metadata")
-    entries = metadata.get("managedFields") if isinstance(metadata, Mapping) else None
+def released(
+    last: FieldSet, config_set: FieldSet, owners: Mapping[str, FieldSet]
+) -> list[tuple[Path, tuple[str, ...]]]:
+    """What the applier applied before, no longer applies, and other managers still own (so the
+    apply keeps it): each outermost such path with those managers, sorted."""
+    dropped = {p for p in last - config_set if any(p in s for s in owners.values())}
     out = []
-    for entry in entries or ():
+    for path in sorted(dropped):
+        if any(path[:i] in dropped for i in range(1, len(path))):
+            continue
+        out.append((path, tuple(sorted(m for m, s in owners.items() if path in s))))
+    return out
+
+
+def field_path(path: Path) -> tuple[Any, ...] | None:
+    """A managedFields path as a model.FieldPath's elements: `f:x` -> "x", `i:3` -> 3, and
+    `k:{...}` -> a dict of the key fields (the caller makes a ListKey); None for set items."""
+    out: list[Any] = []
+    for elem in path:
+        if elem.startswith("f:"):
+            out.append(elem[2:])
+        elif elem.startswith("i:") and elem[2:].isdigit():
+            out.append(int(elem[2:]))
+        elif elem.startswith("k:"):
+            try:
+                key = json.loads(elem[2:])
+            except ValueError:
+                return None
+            if not isinstance(key, dict):
+                return None
+            out.append(key)
+        else:
+            return None
+    return tuple(out)
+
+
+def entries(live: Mapping[str, Any]) -> list[tuple[str, str, str, Any]]:
+    """(manager, operation, subresource, raw fieldsV1) per managedFields entry."""
+    metadata = live.get("metadata")
+    found = metadata.get("managedFields") if isinstance(metadata, Mapping) else None
+    out = []
+    for entry in found or ():
         if not isinstance(entry, Mapping):
             continue
         out.append(
@@ -474,10 +560,15 @@ def managers(live: Mapping[str, Any]) -> list[tuple[str, str, str, FieldSet]]:
                 str(entry.get("manager") or ""),
                 str(entry.get("operation") or ""),
                 str(entry.get("subresource") or ""),
-                from_fields_v1(entry.get("fieldsV1")),
+                entry.get("fieldsV1"),
             )
         )
     return out
+
+
+def managers(live: Mapping[str, Any]) -> list[tuple[str, str, str, FieldSet]]:
+    """(manager, operation, subresource, field set) per managedFields entry."""
+    return [(m, o, s, from_fields_v1(raw)) for m, o, s, raw in entries(live)]
 
 
 def compare_sets(lhs: FieldSet, rhs: FieldSet) -> FieldSet:

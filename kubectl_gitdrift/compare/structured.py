@@ -15,6 +15,7 @@ Normalization (remarshal, status, tracking, ignoreDifferences, plugins) is the s
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -121,7 +122,7 @@ def compare(
     t, why = ctx.types.root(key.group, version, key.kind)
     if t is None:
         return _unknown(desired, live, why)
-    entries = smd.managers(live.body)
+    entries = smd.entries(live.body)
     if not entries:
         return _unknown(
             desired,
@@ -130,18 +131,45 @@ def compare(
             "remove cannot be told (export it with --show-managed-fields)",
         )
     last: smd.FieldSet = set()
-    others: smd.FieldSet = set()
-    for manager, operation, subresource, fields in entries:
+    for manager, operation, subresource, raw in entries:
         if manager == MANAGER and operation == "Apply" and not subresource:
-            last |= fields
-        else:
-            others |= fields
+            last |= smd.from_fields_v1(raw)
+    kept: list[tuple[smd.Path, tuple[str, ...]]] = []
 
     def predict(config: dict[str, Any], current: dict[str, Any]) -> tuple[dict, dict]:  # type: ignore[type-arg]
-        predicted = smd.apply(current, config, t, last, others)
+        if not last or smd.applied_again(last, config, t):  # the usual case: nothing to prune
+            predicted = smd.apply(current, config, t, set(), set())
+            return without_last_applied(predicted), without_last_applied(current)
+        owners: dict[str, smd.FieldSet] = {}
+        for manager, operation, subresource, raw in entries:
+            if not (manager == MANAGER and operation == "Apply" and not subresource):
+                owners.setdefault(manager, set()).update(smd.from_fields_v1(raw))
+        others: smd.FieldSet = set().union(*owners.values())
+        config_set = smd.field_set(config, t)
+        if not kept:
+            kept.extend(smd.released(last, config_set, owners))
+        predicted = smd.apply(current, config, t, last, others, config_set)
         return without_last_applied(predicted), without_last_applied(current)
 
-    return evaluate(desired, live, ctx, predict, defaults=True)
+    drift = evaluate(desired, live, ctx, predict, defaults=True)
+    if not kept:
+        return drift
+    return dataclasses.replace(drift, released=tuple(_released(kept)))
+
+
+def _released(
+    kept: Sequence[tuple[smd.Path, tuple[str, ...]]],
+) -> list[tuple[model.FieldPath, tuple[str, ...]]]:
+    out: list[tuple[model.FieldPath, tuple[str, ...]]] = []
+    for path, managers in kept:
+        elems = smd.field_path(path)
+        if elems is None or not elems:
+            continue
+        field_path = tuple(
+            model.ListKey(tuple(e.items())) if isinstance(e, dict) else e for e in elems
+        )
+        out.append((field_path, managers))
+    return out
 
 
 def evaluate(
