@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import fcntl
 import importlib.util
+import io
 import json
 import os
 import re
@@ -27,7 +28,7 @@ import pyte
 import pytest
 import yaml
 
-from kubectl_gitdrift import color, markdown, model, parser, report, writers
+from kubectl_gitdrift import color, markdown, model, parser, progress, report, writers
 from tests.apiserver import ServerFactory, kube_apiserver  # noqa: F401 - the fixture
 from tests.conftest import ROOT
 
@@ -450,3 +451,39 @@ def test_written_by_names_the_person_first() -> None:
 
 def change_key(app: model.AppReport) -> model.ObjectKey:
     return app.resources[0].key
+
+
+# --------------------------------------------------------------------------- displays
+
+
+@pytest.mark.parametrize(
+    ("mode", "terminal", "display"),
+    [
+        ("auto", True, progress.Live),
+        ("always", True, progress.Live),
+        ("never", True, progress.Silent),
+        ("auto", False, progress.Silent),
+        ("always", False, progress.Lines),
+        ("never", False, progress.Silent),
+    ],
+)
+def test_choose(mode: str, terminal: bool, display: type[progress.Silent]) -> None:
+    assert type(progress.choose(mode, io.StringIO(), terminal=terminal)) is display
+
+
+def test_plain_lines_count_in_order_from_many_threads() -> None:
+    err = io.StringIO()
+    with progress.Lines(err) as shown:
+        shown("connected to somewhere")
+        shown.start("rendering", 200)
+        threads = [
+            threading.Thread(target=lambda n=n: [shown.advance(f"app-{n}") for _ in range(25)])
+            for n in range(8)
+        ]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    lines = err.getvalue().splitlines()
+    assert lines[0] == "gitdrift: connected to somewhere"
+    assert [line.split()[2] for line in lines[1:]] == [f"{n}/200" for n in range(1, 201)]
