@@ -417,6 +417,8 @@ def _render_all(
         if args.output == "json":
             return json.dumps(doc, indent=2, sort_keys=True) + "\n"
         return str(yaml.safe_dump(doc, sort_keys=True, default_flow_style=False))
+    if args.output == "diff" and renderers["diff"].plugin == _BUILTIN_RENDERERS:
+        return difftext.render_diff(result, palette=palette)
     if args.output != "text":
         return _render_plugin(result, args.output, renderers)
     from tabulate import tabulate

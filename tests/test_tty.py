@@ -310,6 +310,10 @@ def test_colour_at_a_terminal(fleet12: Path, tmp_path: Path, cache: Path) -> Non
     assert "\n  apiVersion: v1\n" not in diff  # context lines stay plain
     assert "\n apiVersion: v1\n" in diff
 
+    several = _text(run_cli(_all(fleet12, "-o", "diff"), tmp_path, cache=cache).stdout)
+    assert "\x1b[1m# Application argocd/shop-0000\x1b[0m\n" in several
+    assert "\n\x1b[32m+  LOG_LEVEL: info\x1b[0m\n" in several
+
     table = _text(run_cli(_all(fleet12), tmp_path, cache=cache).stdout)
     assert table.startswith("\x1b[1mAPPLICATION ")
     assert f"argocd/shop-0000  {YELLOW_BOLD}OutOfSync\x1b[0m " in table
