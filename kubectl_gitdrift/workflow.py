@@ -279,10 +279,11 @@ def prepare(
 
 
 def _not_the_clone(app: model.Application, remotes: set[str]) -> str:
-    """Why --all skips `app`: none of its repositories is the clone at a plain --repo-root."""
-    if remotes and not any(
-        source_render._normalize_url(s.repo_url) in remotes for s in app.sources if not s.chart
-    ):
+    """Why --all skips `app`: none of its git repositories is the clone at a plain --repo-root
+    (an app whose sources are all registry charts needs no clone: never skipped)."""
+    git = [s for s in app.sources if not source_charts.is_registry(s.repo_url, s.chart)]
+    cloned = any(source_render._normalize_url(s.repo_url) in remotes for s in git)
+    if remotes and git and not cloned:
         urls = ", ".join(sorted({s.repo_url for s in app.sources}))
         return f"repoURL {urls} is not the clone at --repo-root"
     return ""

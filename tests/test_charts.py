@@ -696,3 +696,113 @@ def test_cli_dependency_repo_the_project_does_not_permit(
         "error: source path charts/shop: helm dependency build: helm repos "
         f"{private_repo.url} are not permitted in project 'team'"
     )
+
+
+def _git_repo(repo: Path, remote: str) -> Path:
+    """A clone with one directory source (`site/`) and `origin` at `remote`."""
+    (repo / "site").mkdir(parents=True)
+    (repo / "site" / "cm.yaml").write_text(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: site\n  namespace: web\ndata: {}\n"
+    )
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@example.com", "-C", str(repo)]
+    for args in (
+        ["init", "-q", "-b", "main"],
+        ["add", "-A"],
+        ["commit", "-q", "-m", "site"],
+        ["remote", "add", "origin", remote],
+    ):
+        subprocess.run([*git, *args], check=True, capture_output=True)
+    return repo
+
+
+def _app(name: str, sources: list[dict[str, object]]) -> dict[str, object]:
+    return {
+        "apiVersion": "argoproj.io/v1alpha1",
+        "kind": "Application",
+        "metadata": {"name": name, "namespace": "argocd"},
+        "spec": {
+            "project": "default",
+            "destination": {"server": "https://kubernetes.default.svc", "namespace": "web"},
+            "sources": sources,
+        },
+        "status": {"sync": {"status": "Synced"}},
+    }
+
+
+def test_cli_all_with_repo_root_renders_registry_only_apps(
+    run_cli, helm_repo: registry.HelmRepo, tmp_path: Path
+) -> None:  # type: ignore[no-untyped-def]
+    """`--all --repo-root DIR` skips apps of other git repositories; an app whose only source is
+    a registry chart needs no clone, so it renders (the chart is pulled)."""
+    url = "https://git.example.com/org/site.git"
+    repo = _git_repo(tmp_path / "repo", url)
+    apps = [
+        _app("chart", [{"repoURL": helm_repo.url, "chart": "web", "targetRevision": "1.2.0"}]),
+        _app("site", [{"repoURL": url, "path": "site", "targetRevision": "main"}]),
+        _app("other", [{"repoURL": "https://git.example.com/org/other.git", "path": "x"}]),
+    ]
+    snap = tmp_path / "s.yaml"
+    snap.write_text(yaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": apps}))
+    result = run_cli(
+        ["--all", "--snapshot", str(snap), "--repo-root", str(repo), "--no-entry-points",
+         "-o", "json"]
+    )  # fmt: skip
+    assert result.exit_code == 1, result.stderr  # rendered: nothing of it is live
+    report = json.loads(result.stdout)
+    skipped = {s["application"] for s in report["skipped"]}
+    assert skipped == {"argocd/other"}
+    rendered = json.dumps(report)
+    assert "ConfigMap" in rendered
+    assert "Deployment" in rendered
+
+
+def test_cli_oci_artifact_beside_a_git_source_under_repo_root(
+    run_cli, oci_tls: registry.Registry, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:  # type: ignore[no-untyped-def]
+    """An `oci://` artifact (no `chart:`) is no git repository: --repo-root need not be a clone
+    of it, with one git source beside it (in the clone, which has no remote, or has one)."""
+    _trust(oci_tls, monkeypatch)
+    url = "https://git.example.com/org/site.git"
+    sources: list[dict[str, object]] = [
+        {"repoURL": f"oci://{oci_tls.host}/charts/cache", "targetRevision": "0.3.1", "path": "."},
+        {"repoURL": url, "path": "site", "targetRevision": "main"},
+    ]
+    snap = tmp_path / "s.yaml"
+    snap.write_text(
+        yaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": [_app("web", sources)]})
+    )
+    repo = _git_repo(tmp_path / "repo", url)
+    for root in (str(repo), f"{url}={repo}"):
+        result = run_cli(["web", "--snapshot", str(snap), "--repo-root", root, "--no-entry-points"])
+        assert result.exit_code == 1, result.stderr  # rendered: nothing of it is live
+        assert "site" in result.stdout
+        assert "cache" in result.stdout
+    subprocess.run(["git", "-C", str(repo), "remote", "remove", "origin"], check=True)
+    result = run_cli(
+        ["web", "--snapshot", str(snap), "--repo-root", str(repo), "--no-entry-points"]
+    )
+    assert result.exit_code == 1, result.stderr
+
+
+def test_registry_sources_are_never_git_clones() -> None:
+    assert charts.is_registry("https://charts.example.com", "web")
+    assert charts.is_registry("ghcr.io/org/charts", "web")
+    assert charts.is_registry("OCI://ghcr.io/org/charts/web", "")
+    assert not charts.is_registry("https://github.com/org/repo.git", "")
+    assert not charts.is_registry("git@github.com:org/repo.git", "")
+
+
+def test_one_clone_renders_git_sources_beside_an_oci_artifact(tmp_path: Path) -> None:
+    """render's LocalClone (every source from one clone) checks only git repositories."""
+    from kubectl_gitdrift.model import AppSource
+    from kubectl_gitdrift.sources import render
+
+    repo = _git_repo(tmp_path / "repo", "https://git.example.com/org/site.git")
+    subprocess.run(["git", "-C", str(repo), "remote", "remove", "origin"], check=True)
+    sources = [
+        AppSource("oci://registry.example.com/charts/cache", path=".", target_revision="0.3.1"),
+        AppSource("https://git.example.com/org/site.git", path="site", target_revision="main"),
+    ]
+    render.LocalClone(repo, sources)  # no error: the artifact needs no clone
+    with pytest.raises(SourceError, match="is not a clone of"):
+        render.LocalClone(repo, [*sources, AppSource("https://git.example.com/org/b.git", "x")])

@@ -123,6 +123,13 @@ class ChartSource:
         return f"helm chart {redact(self.repo)}{at}"
 
 
+def is_registry(repo_url: str, chart: str) -> bool:
+    """A source pulled from a Helm repository or an OCI registry, never from a git clone:
+    `chart:` set, or an `oci://` repoURL (the artifact is the chart). Such a source has no
+    clone: `--repo-root` never has to be one of it."""
+    return bool(chart) or repo_url.strip().lower().startswith("oci://")
+
+
 def classify(repo_url: str, chart: str) -> ChartSource | None:
     """The chart source an Application source names, or None when it is a git source."""
     repo = repo_url.strip()

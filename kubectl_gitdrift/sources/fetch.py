@@ -535,7 +535,11 @@ class _GitFailed(SourceError):
 
 
 def _git_urls(app: Application) -> list[str]:
-    return [s.repo_url for s in app.sources if s.repo_url and not s.chart]
+    return [
+        s.repo_url
+        for s in app.sources
+        if s.repo_url and not charts.is_registry(s.repo_url, s.chart)  # no clone: not git
+    ]
 
 
 def _match_ref(rev: str, refs: Mapping[str, str], symrefs: Mapping[str, str]) -> str | None:

@@ -596,7 +596,8 @@ def _normalize_url(url: str) -> str:
 
 def _check_repo_urls(sources: list[AppSource], top: Path, repo_root: Path, local: bool) -> None:
     """With sources from several repositories, only those cloned at --repo-root can be rendered."""
-    urls = {_normalize_url(s.repo_url) for s in sources if s.repo_url and not s.chart}
+    sources = [s for s in sources if not chart_fetch.is_registry(s.repo_url, s.chart)]
+    urls = {_normalize_url(s.repo_url) for s in sources if s.repo_url}
     if len(urls) < 2:
         return
     remotes: set[str] = set()
@@ -608,7 +609,7 @@ def _check_repo_urls(sources: list[AppSource], top: Path, repo_root: Path, local
     missing = sorted(
         s.repo_url
         for s in sources
-        if s.repo_url and _normalize_url(s.repo_url) not in remotes and not s.chart
+        if s.repo_url and _normalize_url(s.repo_url) not in remotes
     )
     if missing and not local:
         raise SourceError(
