@@ -97,13 +97,17 @@ def test_parameters_environment_as_argo_cd() -> None:
             {"name": "helm-values", "map": {"image.tag": "v1", "a": "<&>"}},
             {"name": "regions", "array": ["eu", "us"]},
             {"name": "empty-array", "array": []},
+            {"name": "null-map", "map": None},
+            {"string": "nameless"},
         ]
     )
-    # Go's json.Marshal: field order name, string, map, array; map keys sorted; HTML escaped
+    # ApplicationSourcePluginParameter.MarshalJSON marshals a map[string]any: keys sorted
+    # (array, map, name, string), name always, a present null map is {}; HTML escaped
     assert env["ARGOCD_APP_PARAMETERS"] == (
         '[{"name":"replicas","string":"3"},'
-        '{"name":"helm-values","map":{"a":"\\u003c\\u0026\\u003e","image.tag":"v1"}},'
-        '{"name":"regions","array":["eu","us"]},{"name":"empty-array","array":[]}]'
+        '{"map":{"a":"\\u003c\\u0026\\u003e","image.tag":"v1"},"name":"helm-values"},'
+        '{"array":["eu","us"],"name":"regions"},{"array":[],"name":"empty-array"},'
+        '{"map":{},"name":"null-map"},{"name":"","string":"nameless"}]'
     )
     assert json.loads(env["ARGOCD_APP_PARAMETERS"])[1]["map"]["a"] == "<&>"
     assert {k: v for k, v in env.items() if k.startswith("PARAM_")} == {
@@ -112,6 +116,7 @@ def test_parameters_environment_as_argo_cd() -> None:
         "PARAM_HELM_VALUES_A": "<&>",
         "PARAM_REGIONS_0": "eu",
         "PARAM_REGIONS_1": "us",
+        "PARAM_": "nameless",
     }
 
 
@@ -200,13 +205,76 @@ def test_discovery_by_command_runs_only_when_allowed(tmp_path: Path) -> None:
         cmp.discover([found], app, {}, False)
     (quiet,) = plugins(plugin_doc("quiet", discover={"find": {"command": ["true"]}}))
     assert cmp.discover([quiet], app, {}, True) is None  # no output: no match
-    (failing,) = plugins(
-        plugin_doc("failing", discover={"find": {"command": ["sh", "-c", "echo nope >&2; exit 4"]}})
+    (newline,) = plugins(plugin_doc("newline", discover={"find": {"command": ["echo"]}}))
+    assert cmp.discover([newline], app, {}, True) is None  # runCommand trims one "\n"
+    (space,) = plugins(plugin_doc("space", discover={"find": {"command": ["echo", " "]}}))
+    assert cmp.discover([space], app, {}, True) is space
+    # a failing command is no match (cmpSupports logs it); discovery goes on to the next plugin
+    (failing, after) = plugins(
+        plugin_doc("a-failing", discover={"find": {"command": ["sh", "-c", "echo x; exit 4"]}}),
+        plugin_doc("b-after", discover={"fileName": "Chart.yaml"}),
     )
+    assert cmp.discover([failing, after], app, {}, True) is after
+    with pytest.raises(SourceError, match=r"a-failing does not support this source"):
+        cmp.select([failing, after], {"name": "a-failing"}, app, {}, True, "app")
+
+
+def test_discovery_tries_plugins_in_socket_order(tmp_path: Path) -> None:
+    app = tmp_path / "app"
+    write(app, "Chart.yaml", "name: x\n")
+    rule = {"fileName": "Chart.yaml"}
+    # os.ReadDir lists `helm-v1.sock` before `helm.sock` ("-" sorts before ".")
+    found = plugins(
+        plugin_doc("helm", discover=rule), plugin_doc("helm", version="v1", discover=rule)
+    )
+    assert [p.full_name for p in found] == ["helm", "helm-v1"]
+    assert cmp.discover(found, app, {}, True) is found[1]
+
+
+def test_discovery_commands_run_on_a_copy_with_the_plugin_env(tmp_path: Path) -> None:
+    tree = tmp_path / "repo"
+    write(tree, "app/x.txt")
+    work = tmp_path / "work"
+    find = 'touch written; test -n "$PARAM_MODE" && echo "$PWD"'
+    (plugin,) = plugins(plugin_doc("finder", discover={"find": {"command": ["sh", "-c", find]}}))
+    options = {"name": "finder", "parameters": [{"name": "mode", "string": "x"}]}
+    env = cmp.plugin_env(options, BUILD_ENV)
+    assert cmp.select([plugin], options, tree / "app", env, True, "app", tree=tree, workdir=work)
+    assert not (tree / "app/written").exists(), "discovery wrote into the repository"
+    assert list(work.iterdir()) == [], "the discovery copy is left behind"
+    # without the parameters (the untyped discovery's env) the command prints nothing
+    assert cmp.discover([plugin], tree / "app", BUILD_ENV, True, tree=tree, workdir=work) is None
+
+
+@pytest.mark.parametrize("target", ["/etc", "../../outside", "sub/../../../outside"])
+def test_out_of_bounds_symlinks_are_refused_before_a_plugin_runs(
+    tmp_path: Path, target: str
+) -> None:
+    tree = tmp_path / "repo"
+    marker = tmp_path / "ran"
+    write(tree, "app/x.txt")
+    (tree / "app/sub").mkdir()
+    (tree / "app/link").symlink_to(target)
+    (plugin,) = plugins(plugin_doc(generate=f"touch {marker}"))
     with pytest.raises(
-        SourceError, match=r"failing: discover.find.command .* failed \(exit 4\): nope"
+        SourceError, match=r"^repository contains out-of-bounds symlinks\. file: app/link$"
     ):
-        cmp.discover([failing], app, {}, True)
+        generate(plugin, tree)
+    assert not marker.exists()
+    (finder,) = plugins(plugin_doc("f", discover={"find": {"command": ["touch", str(marker)]}}))
+    with pytest.raises(SourceError, match=r"out-of-bounds symlinks"):
+        cmp.discover([finder], tree / "app", {}, True, tree=tree, workdir=tmp_path / "work")
+    assert not marker.exists()
+
+
+def test_symlinks_inside_the_repository_are_kept(tmp_path: Path) -> None:
+    tree = tmp_path / "repo"
+    write(tree, "shared/values.txt", "shared")
+    write(tree, "app/x.txt")
+    (tree / "app/values.txt").symlink_to("../shared/values.txt")
+    (plugin,) = plugins(plugin_doc(generate=CONFIGMAP + 'linked "$(cat values.txt)"'))
+    (manifest,) = generate(plugin, tree)
+    assert manifest.body["data"] == {"v": "shared"}
 
 
 # --------------------------------------------------------------------------- running
@@ -292,6 +360,21 @@ def test_a_hanging_plugin_times_out_and_its_processes_go(
     except FileNotFoundError:
         state = "gone"
     assert state in ("gone", "Z"), state
+
+
+def test_a_process_that_leaves_the_group_cannot_hang_the_run(tmp_path: Path) -> None:
+    tree = tmp_path / "repo"
+    write(tree, "app/x.txt")
+    pidfile = tmp_path / "pid"
+    # the daemon leaves the process group (setsid) and keeps generate's stdout open
+    daemon = f"setsid sh -c 'echo $$ > {pidfile}; exec sleep 300' & sleep 0.2; "
+    (plugin,) = plugins(plugin_doc(generate=daemon + CONFIGMAP + "rendered ok"))
+    try:
+        (manifest,) = generate(plugin, tree)
+        assert manifest.body["data"] == {"v": "ok"}
+    finally:
+        if pidfile.exists():
+            os.kill(int(pidfile.read_text()), 9)
 
 
 def test_output_past_the_limit_is_an_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -140,15 +140,27 @@ def from_file(path: Path) -> list[Plugin]:
 
 
 def discover(
-    plugins: Sequence[Plugin], app_dir: Path, env: Mapping[str, str], allow: bool
+    plugins: Sequence[Plugin],
+    app_dir: Path,
+    env: Mapping[str, str],
+    allow: bool,
+    *,
+    tree: Path | None = None,
+    workdir: Path | None = None,
 ) -> Plugin | None:
-    """The plugin that claims a source with no explicit type, as Argo CD's discovery does."""
+    """The plugin that claims a source with no explicit type, as Argo CD's discovery does.
+    `app_dir` is inside `tree` (the repository; default `app_dir`): a `find.command` runs on
+    a copy of it in `workdir`, as the sidecar runs it on the copy it is sent."""
+    # the sidecars' sockets, `<full name>.sock`, as os.ReadDir lists them (by file name:
+    # `a-v1.sock` sorts before `a.sock`)
     candidates = sorted(
-        (p for p in plugins if p.has_discovery), key=lambda p: (p.full_name, not p.trusted)
+        (p for p in plugins if p.has_discovery),
+        key=lambda p: (f"{p.full_name}.sock", not p.trusted),
     )
-    for plugin in candidates:
-        if _matches(plugin, app_dir, env, allow):
-            return plugin
+    with _Copies(tree or app_dir, app_dir, workdir) as copies:
+        for plugin in candidates:
+            if _matches(plugin, app_dir, env, allow, copies):
+                return plugin
     return None
 
 
@@ -160,9 +172,13 @@ def select(
     allow: bool,
     display: str,
     broken: Sequence[str] = (),
+    *,
+    tree: Path | None = None,
+    workdir: Path | None = None,
 ) -> Plugin:
     """The plugin that renders a `plugin:` source (`broken`: definitions that were left out,
-    named when no plugin is found)."""
+    named when no plugin is found). `env` is what the repo-server sends the sidecar for
+    discovery here: plugin_env's, parameters included."""
     name = str(options.get("name") or "")
     if broken and not any(p.full_name == name for p in plugins):
         raise SourceError(
@@ -188,13 +204,14 @@ def select(
                 "the plugin has no version",
             )
         plugin = named[-1]
-        if plugin.has_discovery and not _matches(plugin, app_dir, env, allow):
+        matched = discover([plugin], app_dir, env, allow, tree=tree, workdir=workdir)
+        if plugin.has_discovery and matched is None:
             raise SourceError(
                 f"source path {display}: config management plugin {name} does not support "
                 "this source (its discovery rules do not match)"
             )
         return plugin
-    found = discover(plugins, app_dir, env, allow)
+    found = discover(plugins, app_dir, env, allow, tree=tree, workdir=workdir)
     if found is None:
         raise SourceError(
             f"source path {display}: no config management plugin supports this source "
@@ -220,18 +237,12 @@ def generate(
     display = app_path.strip("/") or "."
     _check_allowed(plugin, allow, display)
     env = plugin_env(options, build_env, kube_version, api_versions)
-    workdir.mkdir(parents=True, exist_ok=True)
-    scratch = Path(tempfile.mkdtemp(prefix="cmp-", dir=workdir))
-    try:
-        repo = scratch / "repo"
-        shutil.copytree(tree, repo, symlinks=True, ignore=shutil.ignore_patterns(".git"))
-        app_dir = repo if display == "." else repo / display
+    with _Copies(tree, tree if display == "." else tree / display, workdir) as copies:
+        repo, app_dir = copies.get()
         deadline = time.monotonic() + kustomize_timeout()
         if plugin.init is not None:
             _run(plugin, "init", plugin.init, app_dir, env, deadline, repo, display)
         out = _run(plugin, "generate", plugin.generate, app_dir, env, deadline, repo, display)
-    finally:
-        shutil.rmtree(scratch, ignore_errors=True)
     where = f"config management plugin {plugin.full_name} output"
     return [
         Manifest(key=ObjectKey.of(body), body=body, origin=None)
@@ -264,17 +275,18 @@ def parameter_env(parameters: Iterable[Any]) -> dict[str, str]:
     listed: list[dict[str, Any]] = []
     env: dict[str, str] = {}
     for param in params:
-        item: dict[str, Any] = {}
-        if param.get("name"):
-            item["name"] = str(param["name"])
+        # ApplicationSourcePluginParameter.MarshalJSON: a map[string]any, so the keys come out
+        # sorted (array, map, name, string); name always; a map or array that is present but
+        # null is {} or [] (the embedded OptionalMap/OptionalArray is allocated)
+        item: dict[str, Any] = {"name": str(param.get("name") or "")}
         if param.get("string") is not None:
             item["string"] = str(param["string"])
-        if param.get("map") is not None:
+        if "map" in param:
             item["map"] = {str(k): str(v) for k, v in sorted((param.get("map") or {}).items())}
-        if param.get("array") is not None:
+        if "array" in param:
             item["array"] = [str(v) for v in param.get("array") or []]
         listed.append(item)
-        base = "PARAM_" + _escaped(str(param.get("name") or ""))
+        base = "PARAM_" + _escaped(item["name"])
         if "string" in item:
             env[base] = item["string"]
         for key, value in (item.get("map") or {}).items():
@@ -326,8 +338,11 @@ def _command(raw: Any, where: str) -> Command | None:
     return Command(tuple(str(c) for c in command), tuple(str(a) for a in args))
 
 
-def _matches(plugin: Plugin, app_dir: Path, env: Mapping[str, str], allow: bool) -> bool:
-    """matchRepository: fileName, else find.glob, else find.command (prints anything)."""
+def _matches(
+    plugin: Plugin, app_dir: Path, env: Mapping[str, str], allow: bool, copies: _Copies
+) -> bool:
+    """matchRepository: fileName, else find.glob, else find.command (exits 0 and prints
+    anything)."""
     if plugin.discover_file_name:
         return bool(directory.filepath_glob(str(app_dir.absolute() / plugin.discover_file_name)))
     if plugin.discover_glob:
@@ -336,20 +351,73 @@ def _matches(plugin: Plugin, app_dir: Path, env: Mapping[str, str], allow: bool)
         _check_allowed(plugin, allow, "", what="discovers sources by running")
         proc = process.run_bounded(
             plugin.discover_command.argv,
-            cwd=app_dir,
+            cwd=copies.get()[1],
             env={**os.environ, **env},
             timeout=kustomize_timeout(),
             what=f"config management plugin {plugin.full_name} discover.find.command",
             limit=OUTPUT_LIMIT,
         )
-        if proc.returncode != 0:
-            raise SourceError(
-                f"config management plugin {plugin.full_name}: discover.find.command "
-                f"`{plugin.discover_command.text}` failed (exit {proc.returncode}): "
-                f"{_last_line(proc.stderr, app_dir)}"
-            )
-        return bool(proc.stdout.strip())
+        # a command that fails is no match (cmpSupports logs it and tries the next plugin);
+        # runCommand trims one trailing newline and any other output is a match
+        return proc.returncode == 0 and proc.stdout.removesuffix(b"\n") != b""
     return False
+
+
+class _Copies:
+    """A scratch copy of the repository, made when first asked for (`get`: the copy and the
+    source directory in it) and removed on exit: plugin commands never run in the user's
+    checkout or in the cache. A symlink that leaves the repository (absolute, or `..` past its
+    root) is refused first, as the repo-server's CheckOutOfBoundsSymlinks does: through it a
+    command would write outside the copy."""
+
+    def __init__(self, tree: Path, app_dir: Path, workdir: Path | None) -> None:
+        self.tree, self.app_dir, self.workdir = tree, app_dir, workdir
+        self.scratch: Path | None = None
+
+    def __enter__(self) -> _Copies:  # noqa: PYI034 - final class
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.scratch is not None:
+            shutil.rmtree(self.scratch, ignore_errors=True)
+
+    def get(self) -> tuple[Path, Path]:
+        if self.scratch is None:
+            _check_symlinks(self.tree)
+            if self.workdir is not None:
+                self.workdir.mkdir(parents=True, exist_ok=True)
+            self.scratch = Path(tempfile.mkdtemp(prefix="cmp-", dir=self.workdir))
+            repo = self.scratch / "repo"
+            shutil.copytree(self.tree, repo, symlinks=True, ignore=shutil.ignore_patterns(".git"))
+        repo = self.scratch / "repo"
+        return repo, repo / self.app_dir.relative_to(self.tree)
+
+
+def _check_symlinks(tree: Path) -> None:
+    root = tree.absolute()
+    for current, dirs, files in os.walk(root):
+        here = Path(current)
+        if here == root:
+            dirs[:] = [d for d in dirs if d != ".git"]
+        for name in [*dirs, *files]:
+            path = here / name
+            if not path.is_symlink():
+                continue
+            target = path.readlink()
+            inside = not target.is_absolute()
+            where = path.parent
+            for part in target.parts if inside else ():  # each step stays inside
+                where = Path(os.path.normpath(where / part))
+                if where != root and root not in where.parents:
+                    inside = False
+                    break
+            if not inside:
+                raise SourceError(
+                    "repository contains out-of-bounds symlinks. file: "
+                    + path.relative_to(root).as_posix(),
+                    hint="a config management plugin runs on a copy of the repository; Argo CD "
+                    "refuses a symlink that points outside it too",
+                )
 
 
 def _check_allowed(plugin: Plugin, allow: bool, display: str, what: str = "would run") -> None:
@@ -413,8 +481,9 @@ def _escaped(name: str) -> str:
 
 
 def _go_json(value: Any) -> str:
-    """encoding/json.Marshal: compact, UTF-8, `<`, `>`, `&`, U+2028 and U+2029 escaped."""
-    text = json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+    """encoding/json.Marshal of maps: compact, keys sorted, UTF-8, `<`, `>`, `&`, U+2028 and
+    U+2029 escaped."""
+    text = json.dumps(value, separators=(",", ":"), ensure_ascii=False, sort_keys=True)
     for char, escape in (("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026"),
                          ("\u2028", "\\u2028"), ("\u2029", "\\u2029")):  # fmt: skip
         text = text.replace(char, escape)

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import contextlib
 import os
+import selectors
 import signal
 import subprocess
-import threading
+import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -70,51 +71,66 @@ def run_bounded(
         raise SourceError(f"{what}: cannot run {cmd[0]}: {exc.strerror}", hint=hint) from None
     out = bytearray()
     err = bytearray()
-    over = threading.Event()
-
-    def read_out() -> None:
-        assert proc.stdout is not None
-        while chunk := proc.stdout.read(1 << 16):
-            if len(out) + len(chunk) > limit:
-                over.set()
+    over = False
+    timed_out = False
+    deadline = time.monotonic() + timeout
+    drain_until: float | None = None  # set once the command has exited
+    sel = selectors.DefaultSelector()
+    for stream in (proc.stdout, proc.stderr):
+        assert stream is not None
+        os.set_blocking(stream.fileno(), False)
+        sel.register(stream, selectors.EVENT_READ)
+    try:
+        # one loop reads both pipes, so a process that escaped the group (setsid) and keeps
+        # them open cannot hang gitdrift: once the command is gone, reading stops after a grace
+        while sel.get_map():
+            now = time.monotonic()
+            if drain_until is None and proc.poll() is not None:
+                _kill_group(proc, signal.SIGKILL)  # what it left running goes too
+                drain_until = now + _DRAIN_GRACE
+            if drain_until is not None and now >= drain_until:
+                break
+            if drain_until is None and now >= deadline:
+                timed_out = True
+                _kill_group(proc, signal.SIGTERM)
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    proc.wait(timeout=_TERM_GRACE)
                 _kill_group(proc, signal.SIGKILL)
                 break
-            out.extend(chunk)
-
-    def read_err() -> None:
-        assert proc.stderr is not None
-        while chunk := proc.stderr.read(1 << 16):
-            err.extend(chunk)
-            del err[: max(0, len(err) - _STDERR_TAIL)]
-
-    readers = [threading.Thread(target=read_out), threading.Thread(target=read_err)]
-    for thread in readers:
-        thread.daemon = True
-        thread.start()
-    timed_out = False
-    try:
-        proc.wait(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        timed_out = True
-        _kill_group(proc, signal.SIGTERM)
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            proc.wait(timeout=_TERM_GRACE)
-    _kill_group(proc, signal.SIGKILL)  # what it left running (holding our pipes) goes too
-    proc.wait()
-    for thread in readers:
-        thread.join()
-    for stream in (proc.stdout, proc.stderr):
-        if stream is not None:
-            stream.close()
+            wait = (drain_until if drain_until is not None else deadline) - now
+            for key, _ in sel.select(timeout=min(max(wait, 0.0), 0.2)):
+                chunk = os.read(key.fd, 1 << 16)
+                if not chunk:
+                    sel.unregister(key.fileobj)
+                elif key.fileobj is proc.stdout:
+                    if len(out) + len(chunk) > limit:
+                        over = True
+                        _kill_group(proc, signal.SIGKILL)
+                        sel.unregister(key.fileobj)
+                    else:
+                        out.extend(chunk)
+                else:
+                    err.extend(chunk)
+                    del err[: max(0, len(err) - _STDERR_TAIL)]
+            if over:
+                break
+    finally:
+        sel.close()
+        _kill_group(proc, signal.SIGKILL)
+        proc.wait()
+        for stream in (proc.stdout, proc.stderr):
+            if stream is not None:
+                stream.close()
     if timed_out:
         raise SourceError(f"{what} timed out after {budget or timeout:g}s", hint=hint)
-    if over.is_set():
+    if over:
         raise SourceError(f"{what}: wrote more than {limit} bytes of output", hint=hint)
     return subprocess.CompletedProcess(list(cmd), proc.returncode, bytes(out), bytes(err))
 
 
 _STDERR_TAIL = 64 * 1024
 _TERM_GRACE = 5.0  # seconds between TERM and KILL, as Argo CD's cmp-server
+_DRAIN_GRACE = 2.0  # seconds to read what is left in the pipes once the command has exited
 
 
 def _kill_group(proc: subprocess.Popen[bytes], sig: signal.Signals) -> None:

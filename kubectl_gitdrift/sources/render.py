@@ -397,7 +397,12 @@ def _render_source(
             if cached_only and any(p.discover_command for p in conf.plugins):
                 raise CacheMiss(path)
             env = build_env(app, source, "" if sha == WORKING_TREE else sha)
-            if cmp.discover(conf.plugins, app_dir, env, conf.allow_plugins) is not None:
+            if (
+                cmp.discover(
+                    conf.plugins, app_dir, env, conf.allow_plugins, tree=tree, workdir=workdir
+                )
+                is not None
+            ):
                 kind = "plugin"
         if kind in conf.disabled:  # argocd-cm `<type>.enable: false`: plain YAML, as Argo CD
             kind = "directory"
@@ -425,8 +430,9 @@ def _render_source(
         env = build_env(app, source, "" if sha == WORKING_TREE else sha)
         plugin_options = blocks.get("plugin") or {}
         plugin = cmp.select(
-            conf.plugins, plugin_options, app_dir, env, conf.allow_plugins, path,
-            conf.broken_plugins,
+            conf.plugins, plugin_options, app_dir,
+            cmp.plugin_env(plugin_options, env, conf.kube_version),
+            conf.allow_plugins, path, conf.broken_plugins, tree=tree, workdir=workdir,
         )  # fmt: skip
         return part, cmp.generate(
             plugin,
