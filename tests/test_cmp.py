@@ -606,3 +606,55 @@ def test_a_broken_definition_fails_only_the_sources_that_need_a_plugin(tmp_path:
         "source path app: no usable config management plugin named avp; a definition is broken: "
         "argocd-cmp-cm (argocd) plugin-0.yaml: ConfigManagementPlugin avp"
     )
+
+
+def test_cli_nothing_from_a_snapshot_runs_without_allow_plugins(
+    tmp_path: Path, run_cli: Callable[..., Result]
+) -> None:
+    """Discovery commands too: a snapshot's find.command runs only with --allow-plugins."""
+    cm = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: plain\ndata:\n  a: b\n"
+    repo = git_repo(tmp_path, {"app/cm.yaml": cm})
+
+    def app(name: str, **source: Any) -> dict[str, Any]:
+        return {
+            "apiVersion": "argoproj.io/v1alpha1",
+            "kind": "Application",
+            "metadata": {"name": name, "namespace": "argocd"},
+            "spec": {
+                "project": "default",
+                "destination": {
+                    "namespace": "payments",
+                    "server": "https://kubernetes.default.svc",
+                },
+                "source": {
+                    "repoURL": "https://git.example.com/payments.git",
+                    "path": "app",
+                    "targetRevision": "HEAD",
+                    **source,
+                },  # fmt: skip
+            },
+        }
+
+    marker = tmp_path / "ran"
+    finder = plugin_doc(
+        "finder", discover={"find": {"command": ["sh", "-c", f"touch {marker}; echo yes"]}}
+    )
+    finder["spec"]["init"] = {"command": ["touch", str(marker)]}
+    items = [app("untyped"), app("typed", directory={}), cmp_configmap(finder)]
+    snapshot = write(
+        tmp_path,
+        "snapshot.yaml",
+        yaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": items}),
+    )
+    base = ["--snapshot", str(snapshot), "--repo-root", str(repo), "--no-entry-points"]
+    typed = run_cli(["typed", *base, "-o", "json"])  # an explicit type asks no plugin
+    assert typed.exit_code == ExitCode.DRIFT, typed.stderr
+    untyped = run_cli(["untyped", *base])
+    assert untyped.exit_code == ExitCode.ERROR
+    assert "config management plugin finder (from argocd-cmp-cm (argocd) plugin-0.yaml) " \
+        "discovers sources by running `sh -c" in untyped.stderr  # fmt: skip
+    assert "--allow-plugins" in untyped.stderr
+    assert not marker.exists(), "a command from the snapshot ran without --allow-plugins"
+    allowed = run_cli(["untyped", *base, "--allow-plugins", "-o", "json"])
+    assert marker.exists()
+    assert allowed.exit_code == ExitCode.DRIFT, allowed.stderr
