@@ -179,6 +179,21 @@ def test_jsonnet_that_never_ends_is_stopped(
         directory.collect(tmp_path, "app", {})
 
 
+def test_jsonnet_that_builds_a_huge_value_is_stopped(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the child's heap is capped (RLIMIT_DATA): go-jsonnet stops instead of eating the machine
+    write(tmp_path, "app/a.jsonnet", "std.length(std.makeArray(50000000, function(i) {x: i}))")
+    monkeypatch.setattr(jsonnet, "MAX_MEMORY", 256 << 20)
+    with pytest.raises(
+        SourceError, match=r"^app: jsonnet evaluation ran out of memory \(more than 256 MiB\)$"
+    ):
+        directory.collect(tmp_path, "app", {})
+    write(tmp_path, "app/a.jsonnet", "{apiVersion: 'v1', kind: 'ConfigMap', metadata: {name: 'a'}}")
+    (manifest,) = directory.collect(tmp_path, "app", {})  # an ordinary file fits
+    assert manifest.key.name == "a"
+
+
 def test_evaluate_names_the_repository_relative_file(tmp_path: Path) -> None:
     file = write(tmp_path, "deep/dir/x.jsonnet", CONFIGMAP)
     (manifest,) = jsonnet.evaluate(file, tmp_path, tmp_path / "deep", {}, {})

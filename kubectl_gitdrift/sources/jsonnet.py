@@ -13,8 +13,9 @@ with the same implementation (go-jsonnet, through the `gojsonnet` bindings):
   does for every source).
 
 The files of one source are evaluated in one child process (sources/jsonnet_child.py), under the
-kustomize time-out and output limit: Jsonnet can recurse for ever (tail calls) or build huge
-values, and a source must not hang or exhaust gitdrift.
+kustomize time-out, the output limit and a memory limit (MAX_MEMORY): Jsonnet can recurse for
+ever (tail calls) or build huge values, and a source must not hang or exhaust gitdrift or the
+machine.
 
 One difference, on purpose: an import that resolves outside the repository (an absolute path,
 `../` past the root, a symlink out) is an error here; Argo CD's FileImporter would read it from
@@ -38,6 +39,8 @@ from kubectl_gitdrift.sources import process
 from kubectl_gitdrift.sources.kustomize import TIMEOUT_ENV, envsubst, kustomize_timeout
 
 MAX_STACK = 500  # go-jsonnet's default
+MAX_MEMORY = 2 << 30  # bytes of heap one source's evaluation may use
+_NO_MEMORY = ("fatal error: runtime: cannot allocate memory", "fatal error: runtime: out of memory")
 
 
 def evaluate(
@@ -108,7 +111,7 @@ def _run_child(request: Mapping[str, Any], display: str) -> list[dict[str, Any]]
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
         proc = process.run_bounded(
-            [sys.executable, str(_CHILD), name, str(MAX_STACK)],
+            [sys.executable, str(_CHILD), name, str(MAX_STACK), str(MAX_MEMORY)],
             cwd=Path(str(request["tree"])),
             env=env,
             timeout=kustomize_timeout(),
@@ -124,6 +127,14 @@ def _run_child(request: Mapping[str, Any], display: str) -> list[dict[str, Any]]
         results = None
     if proc.returncode != 0 or not isinstance(results, list):
         tail = proc.stderr.decode("utf-8", "replace").strip().splitlines()
+        if any(line.startswith(_NO_MEMORY) for line in tail):
+            raise SourceError(
+                f"{display}: jsonnet evaluation ran out of memory "
+                f"(more than {MAX_MEMORY >> 20} MiB)",
+                hint="the jsonnet builds a value too large to render",
+            )
+        fatal = [line for line in tail if line.startswith("fatal error:")]
+        tail = fatal[:1] or tail
         raise SourceError(
             f"{display}: jsonnet evaluation failed (exit {proc.returncode}): "
             f"{tail[-1] if tail else 'no output'}"

@@ -1,7 +1,9 @@
 """The child process that evaluates jsonnet for sources/jsonnet.py (run as a script, by path:
 it imports only the standard library and go-jsonnet's bindings, so it starts fast).
 
-Usage: ``python jsonnet_child.py REQUEST.json MAX_STACK``; prints a JSON list with one
+Usage: ``python jsonnet_child.py REQUEST.json MAX_STACK [MAX_MEMORY]``; MAX_MEMORY (bytes) caps
+the process's data segment (RLIMIT_DATA, which Go's heap counts against): past it, go-jsonnet
+stops with "fatal error: runtime: cannot allocate memory". Prints a JSON list with one
 ``{"ok": <json text>}`` or ``{"error": <message>}`` per file, stopping at the first error.
 """
 
@@ -9,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import resource
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -49,6 +52,9 @@ class Importer:
 def main(argv: Sequence[str]) -> int:
     request = json.loads(Path(argv[0]).read_text(encoding="utf-8"))
     max_stack = int(argv[1])
+    if len(argv) > 2:
+        limit = int(argv[2])
+        resource.setrlimit(resource.RLIMIT_DATA, (limit, limit))
     try:
         import _gojsonnet  # type: ignore[import-not-found]  # go-jsonnet's bindings, no stubs
     except ImportError:
