@@ -806,3 +806,72 @@ def test_one_clone_renders_git_sources_beside_an_oci_artifact(tmp_path: Path) ->
     render.LocalClone(repo, sources)  # no error: the artifact needs no clone
     with pytest.raises(SourceError, match="is not a clone of"):
         render.LocalClone(repo, [*sources, AppSource("https://git.example.com/org/b.git", "x")])
+
+
+def test_a_build_replaces_outdated_vendored_archives_as_helm_does(
+    helm_repo: registry.HelmRepo, tmp_path: Path
+) -> None:
+    """`helm dependency build` deletes chart archives in charts/ that it did not download
+    (outdated versions), keeping directories and repository-less dependencies; the built copy
+    is the same, whether built now or taken from the cache."""
+    tree = tmp_path / "tree"
+    chart = _wrapper_chart(
+        tree,
+        [
+            {"name": "web", "version": "1.2.3", "repository": helm_repo.url},
+            {"name": "cache", "version": "0.3.1", "repository": helm_repo.url},
+            {"name": "local", "version": "0.0.1"},  # vendored: no repository
+        ],
+    )
+    env = registry.helm_env(tmp_path / "helm-home")
+    vendored = chart / "charts"
+    registry.package_charts(CHARTS / "web-1.2.0", vendored, env)  # an outdated version
+    (vendored / "local" / "templates").mkdir(parents=True)
+    (vendored / "local" / "Chart.yaml").write_text("apiVersion: v2\nname: local\nversion: 0.0.1\n")
+    before = sorted(p.name for p in vendored.iterdir())
+    expected = ["cache-0.3.1.tgz", "local", "web-1.2.3.tgz"]
+    assert _build(tmp_path, chart) == expected
+    assert _build(tmp_path, chart) == expected  # from the cache
+    assert sorted(p.name for p in vendored.iterdir()) == before  # the tree is never written
+
+
+@pytest.mark.parametrize(
+    ("text", "shown"),
+    [
+        ("https://bob:p@ss@charts.example.com/x", "https://***@charts.example.com/x"),
+        ("bob:s3cret@ghcr.io/org/charts", "***@ghcr.io/org/charts"),
+        ('Get "oci://bob:s3cret@h/v2/": 401', 'Get "oci://***@h/v2/": 401'),
+        ("git@github.com:org/repo.git", "git@github.com:org/repo.git"),
+        ("127.0.0.1:5000/charts/web:1.2.3", "127.0.0.1:5000/charts/web:1.2.3"),
+    ],
+)
+def test_every_form_of_url_credentials_is_masked(text: str, shown: str) -> None:
+    assert charts.redact(text) == shown
+
+
+def test_chart_errors_never_show_url_credentials(tmp_path: Path) -> None:
+    with pytest.raises(SourceError) as info:
+        charts.classify("ftp://bob:s3cret@charts.example.com", "web")
+    assert "s3cret" not in info.value.message
+    source = charts.classify("bob:s3cret@127.0.0.1:9/charts", "web")  # OCI, no scheme
+    assert source is not None
+    assert "s3cret" not in source.describe("1.0.0")
+    chart = _wrapper_chart(
+        tmp_path / "tree",
+        [{"name": "web", "version": "1.2.3", "repository": "https://bob:s3cret@h.example/c"}],
+    )
+    binary = helm.helm_binary()
+    assert binary is not None
+    offline = charts.Charts(tmp_path / "cache", tmp_path / "work", binary, offline=True)
+    with pytest.raises(SourceError) as info:
+        offline.build_dependencies(
+            chart, chart.parents[1], "charts/shop", policy=None, pass_credentials=False,
+            revision="0" * 40,
+        )  # fmt: skip
+    assert "https://***@h.example/c" in info.value.message
+    assert "s3cret" not in info.value.message
+    with pytest.raises(SourceError) as info:  # no chart fetching: the refusal masks it too
+        helm._missing_dependencies(
+            chart, "charts/shop", yaml.safe_load((chart / "Chart.yaml").read_text()), fail=True
+        )
+    assert "s3cret" not in info.value.message

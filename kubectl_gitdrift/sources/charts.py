@@ -80,15 +80,18 @@ _SEMVER = re.compile(
     r"(?:\+([0-9a-zA-Z-]+(?:\.[0-9a-zA-Z-]+)*))?$"
 )
 _SCHEME = re.compile(r"^([a-zA-Z][a-zA-Z0-9+.-]*)://")
-_USERINFO = re.compile(r"(://)[^/@\s]+@")
+_USERINFO = re.compile(r"(://)[^/\s\"']*@")
+_BARE_USERINFO = re.compile(r"(^|[\s\"'(])[^/\s\"'(:@]+:[^/\s\"']*@")
 _LOCK = threading.Lock()
 _KEY_LOCKS: dict[str, threading.Lock] = {}
 """One lock per cache entry, shared by every Charts of the process (renders run in threads)."""
 
 
 def redact(text: str) -> str:
-    """Credentials written into a URL (`https://user:token@host`) are never shown."""
-    return _USERINFO.sub(r"\1***@", text)
+    """Credentials written into a URL (`https://user:token@host`, or `user:token@host/path`
+    with no scheme, as OCI repoURLs are written) are never shown; an `@` in the password
+    too."""
+    return _BARE_USERINFO.sub(r"\1***@", _USERINFO.sub(r"\1***@", text))
 
 
 def is_version(text: str) -> bool:
@@ -141,7 +144,7 @@ def classify(repo_url: str, chart: str) -> ChartSource | None:
     if scheme is None:
         if repo.startswith("git@") or re.match(r"^[\w.-]+@", repo):
             raise SourceError(
-                f"helm chart {chart}: repoURL {repo} is a git URL; a chart needs a Helm "
+                f"helm chart {chart}: repoURL {redact(repo)} is a git URL; a chart needs a Helm "
                 "repository (https://…) or an OCI registry (host/path)",
             )
         return ChartSource("oci", repo, chart)  # Argo CD: no scheme means OCI (enableOCI)
@@ -151,7 +154,8 @@ def classify(repo_url: str, chart: str) -> ChartSource | None:
     if name == "oci":
         return ChartSource("oci", repo, chart)
     raise SourceError(
-        f"helm chart {chart}: repoURL {repo} is neither a Helm repository (https://…) nor an "
+        f"helm chart {chart}: repoURL {redact(repo)} is neither a Helm repository (https://…) "
+        "nor an "
         "OCI registry (host/path or oci://host/path)"
     )
 
@@ -324,7 +328,7 @@ class Charts:
         key = None
         if revision is not None:
             key = _key(
-                "deps",
+                "deps-built",  # the archives helm built, not the whole charts/
                 [(n, hashlib.sha256(b).hexdigest()) for n, b in files],
                 sorted(denied),
                 # file:// dependencies are files of the commit: the commit decides them
@@ -340,7 +344,7 @@ class Charts:
             if cached is None and self.offline:
                 raise SourceError(
                     f"{what}: --offline, and the cache does not hold its dependencies "
-                    f"({', '.join(repos) or 'file:// only'})",
+                    f"({', '.join(redact(r) for r in repos) or 'file:// only'})",
                     hint="run once without --offline to build them into the cache",
                 )
             if cached is None:
@@ -391,13 +395,13 @@ class Charts:
                             ) from exc
                         raise
                     staging = self._staging()
-                    shutil.copytree(work / "charts", staging / "entry" / "charts")
+                    _keep_built(work / "charts", chart_dir / "charts", staging / "entry" / "charts")
                 cached = self._keep_charts(key, staging) if key is not None else None
-                _merge_charts(cached or staging / "entry" / "charts", built / "charts")
+                _merge_charts(cached or staging / "entry" / "charts", built / "charts", deps)
                 if cached is not None or key is None:
                     shutil.rmtree(staging, ignore_errors=True)
                 return built
-            _merge_charts(cached, built / "charts")
+            _merge_charts(cached, built / "charts", deps)
         return built
 
     # ------------------------------------------------------------------ internals
@@ -856,13 +860,51 @@ def _copy_local(
         shutil.copytree(source, target, symlinks=False)
 
 
-def _merge_charts(charts: Path, dest: Path) -> None:
-    dest.mkdir(parents=True, exist_ok=True)
+def _keep_built(charts: Path, vendored: Path, dest: Path) -> None:
+    """Copy to `dest` the archives `helm dependency build` left in `charts` that are not the
+    chart's own (`vendored`, as committed): what the build downloaded or packaged."""
+    dest.mkdir(parents=True)
     for item in sorted(charts.iterdir()):
-        target = dest / item.name
-        if target.exists():
+        if not item.is_file() or item.is_symlink():
+            continue  # directories are the chart's own: helm never moves them
+        own = vendored / item.name
+        if own.is_file() and own.read_bytes() == item.read_bytes():
             continue
-        if item.is_dir():
-            shutil.copytree(item, target, symlinks=False)
-        else:
-            shutil.copyfile(item, target)
+        shutil.copyfile(item, dest / item.name)
+
+
+def _merge_charts(charts: Path, dest: Path, deps: Sequence[Mapping[str, Any]]) -> None:
+    """Put the built archives `charts` into the chart's `dest` (its charts/) as helm's
+    safeMoveDeps does: they replace files of the same name, and every other chart archive is
+    an outdated dependency and deleted, except those of dependencies without a repository
+    (vendored by hand); directories and files that are not charts stay."""
+    dest.mkdir(parents=True, exist_ok=True)
+    built = {item.name for item in charts.iterdir()}
+    local = {str(d.get("name")) for d in deps if not str(d.get("repository") or "").strip()}
+    for item in sorted(dest.iterdir()):
+        if item.name in built or not item.is_file() or item.is_symlink():
+            continue
+        name = _archive_chart_name(item)
+        if name is not None and name not in local:
+            item.unlink()
+    for item in sorted(charts.iterdir()):
+        shutil.copyfile(item, dest / item.name)
+
+
+def _archive_chart_name(path: Path) -> str | None:
+    """The name in a chart archive's Chart.yaml; None when `path` is no chart archive (as
+    helm's loader.LoadFile fails on it)."""
+    try:
+        with tarfile.open(path, "r:gz") as tar:
+            for member in tar:
+                parts = member.name.lstrip("./").split("/")
+                if len(parts) == 2 and parts[1] == "Chart.yaml" and member.isfile():
+                    handle = tar.extractfile(member)
+                    if handle is None or member.size > 1024 * 1024:
+                        return None
+                    meta = yaml.safe_load(handle.read())
+                    name = meta.get("name") if isinstance(meta, Mapping) else None
+                    return str(name) if name else None
+    except (tarfile.TarError, OSError, EOFError, yaml.YAMLError, UnicodeDecodeError):
+        return None
+    return None

@@ -208,7 +208,7 @@ def _missing_dependencies(
         if not fail:
             missing.append(dep)
             continue
-        where = dep.get("repository") or "no repository"
+        where = chart_fetch.redact(str(dep.get("repository") or "")) or "no repository"
         raise SourceError(
             f"source path {display}: helm chart {name} depends on {dep_name} ({where}), which is "
             "not vendored in charts/; gitdrift does not download charts",
