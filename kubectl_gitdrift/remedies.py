@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from kubectl_gitdrift import model, policies, rbac
+from kubectl_gitdrift import compare, model, policies, rbac
 from kubectl_gitdrift.model import Remedy, RemedyKind
 
 
@@ -58,7 +58,9 @@ def recommend(
             continue  # git moved and Argo CD wrote the live value: syncing is the fix
         out.append(_adopt(app, drift, locate, read_source))
     if modified or missing or extraneous:
-        server_side = strategy is not model.DiffStrategy.LEGACY
+        server_side = strategy is not model.DiffStrategy.LEGACY or (
+            bool(modified) and all(_applied_server_side(d) for d in modified)
+        )
         out.append(_revert(app, modified, missing, extraneous, server_side=server_side))
     prevent = list(_prevent(app, drifts, findings, controller, plurals))
     out.extend(prevent)
@@ -213,6 +215,15 @@ def _revert(
         ),
         commands=tuple(commands),
     )
+
+
+def _applied_server_side(drift: model.Drift) -> bool:
+    """Git asks for this resource to be synced with server-side apply (its own sync-options)."""
+    metadata = (drift.desired or {}).get("metadata") or {}
+    annotations = metadata.get("annotations") if isinstance(metadata, Mapping) else None
+    if not isinstance(annotations, Mapping):
+        return False
+    return compare.has_option(annotations.get(compare.SYNC_OPTIONS), "ServerSideApply=true")
 
 
 def _kubectl_revert(drift: model.Drift) -> list[str]:

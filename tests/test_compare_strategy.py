@@ -139,3 +139,14 @@ def test_choice_is_a_value() -> None:
     assert choice.describe() == "structured-merge (syncOptions ServerSideApply=true)"
     assert dataclasses.replace(choice, reason="").describe() == "structured-merge"
     assert choice.server_side
+
+
+def test_a_resource_synced_server_side_by_its_own_annotation_is_reverted_server_side() -> None:
+    key = model.ObjectKey("", "ConfigMap", "ns", "c")
+    desired = {"metadata": {"annotations": {compare.SYNC_OPTIONS: "ServerSideApply=true"}}}
+    change = model.Change(model.Op.CHANGE, ("data", "k"), "a", "b")
+    drift = model.Drift(key, model.ResourceStatus.OUT_OF_SYNC, changes=(change,), desired=desired)
+    revert = next(
+        r for r in remedies.recommend(_app(), [drift], []) if r.kind is model.RemedyKind.REVERT
+    )
+    assert revert.commands[0].startswith("argocd app sync a --server-side ")
