@@ -6,16 +6,21 @@ real helm and kustomize where they run."""
 from __future__ import annotations
 
 import dataclasses
+import json
+import os
 import shutil
+import subprocess
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from kubectl_gitdrift import application, model, tracking, yamlio
-from kubectl_gitdrift.errors import AppError, SourceError
+from kubectl_gitdrift.errors import AppError, ExitCode, SourceError
 from kubectl_gitdrift.sources import config as render_config
 from kubectl_gitdrift.sources import directory, helm, kustomize
+from tests.conftest import TESTDATA, Result
 
 needs_helm = pytest.mark.skipif(helm.helm_binary() is None, reason="needs helm")
 needs_kustomize = pytest.mark.skipif(
@@ -66,6 +71,51 @@ def test_generate_name_objects_never_collide_as_duplicates() -> None:
     desired, duplicates, _ = tracking.prepare_desired(manifests, app, model.Settings())
     assert len(desired) == 2
     assert duplicates == []
+
+
+def test_a_non_hook_named_only_by_generate_name_stays_missing_and_is_explained(
+    tmp_path: Path, run_cli: Callable[..., Result]
+) -> None:
+    # Argo CD looks the object up by its empty name and never finds it (Reconcile), so it is
+    # OutOfSync after every sync, each of which creates another `report-<random>`
+    scenario = TESTDATA / "scenarios" / "source-hooks-generatename"
+    repo = tmp_path / "repo"
+    shutil.copytree(scenario / "repo-src" / "01-initial", repo)
+    write(repo, "sync-waves/report.yaml", REPORT)
+    env = {**os.environ, "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1"}
+    git = ["git", "-C", str(repo), "-c", "user.name=A", "-c", "user.email=a@example.com"]
+    for args in (["init", "-q", "-b", "main"], ["add", "-A"], ["commit", "-q", "-m", "x"]):
+        subprocess.run([*git, *args], env=env, check=True, capture_output=True)
+    sha = subprocess.run([*git, "rev-parse", "HEAD"], env=env, check=True, capture_output=True)
+    pinned = "4335b4086dc3a374ee8ad859200b3117bcb53dfd"
+    snapshot = write(
+        tmp_path,
+        "snapshot.yaml",
+        (scenario / "snapshot.yaml").read_text().replace(pinned, sha.stdout.decode().strip()),
+    )
+    result = run_cli(["sync-waves", "--snapshot", str(snapshot), "--repo-root", str(repo),
+                      "--no-entry-points", "-o", "json"])  # fmt: skip
+    assert result.exit_code == ExitCode.DRIFT, result.stderr
+    (report,) = json.loads(result.stdout)["applications"]
+    missing = [r for r in report["resources"] if r["status"] == "Missing"]
+    assert [(r["kind"], r["name"]) for r in missing] == [("ConfigMap", "")]
+    (finding,) = [f for f in report["findings"] if f["code"] == "missing-resource"]
+    assert finding["message"].startswith(
+        "configmap with generateName report- has no metadata.name and is not a hook: Argo CD "
+        "never finds it in the cluster, so the app stays OutOfSync"
+    )
+    assert finding["evidence"]["generateName"] == "report-"
+    assert "argocd.argoproj.io/hook" in finding["hint"]
+
+
+REPORT = """\
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  generateName: report-
+data:
+  day: monday
+"""
 
 
 # --------------------------------------------------------------------------- non-manifest YAML

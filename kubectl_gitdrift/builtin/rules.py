@@ -879,6 +879,25 @@ def missing_or_extraneous(ctx: RuleContext) -> Iterator[Finding]:
             if clue is not None and clue.write is not None:
                 evidence["audit"] = clue.write.evidence()
                 deleted = f" {clue.write.who} deleted it at {clue.write.time} (audit log)."
+            generate_name = ((drift.desired or {}).get("metadata") or {}).get("generateName")
+            if not drift.key.name and isinstance(generate_name, str) and generate_name:
+                # not a hook: Argo CD looks it up by its empty name, never finds it, and each
+                # sync creates another `<generateName><random>` (controller/state.go, Reconcile)
+                evidence["generateName"] = generate_name
+                yield Finding(
+                    code="missing-resource",
+                    severity=Severity.WARNING,
+                    message=(
+                        f"{drift.key.kind.lower()} with generateName {generate_name} has no "
+                        "metadata.name and is not a hook: Argo CD never finds it in the cluster, "
+                        "so the app stays OutOfSync and every sync creates another one."
+                    ),
+                    key=drift.key,
+                    evidence=evidence,
+                    hint="give it a metadata.name, or make it a hook "
+                    "(annotation argocd.argoproj.io/hook: Sync)",
+                )
+                continue
             yield Finding(
                 code="missing-resource",
                 severity=Severity.WARNING,
