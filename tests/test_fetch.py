@@ -539,6 +539,23 @@ def test_repo_root_url_mapping_wins_over_fetching(
     assert "--repo-root" in local.stderr
 
 
+def test_local_renders_the_working_tree_of_a_mapped_clone(
+    daemon: GitDaemon, cache: Path, clone: Path, tmp_path: Path, run_cli: Callable[..., Result]
+) -> None:
+    """`--local --repo-root URL=DIR`: the working tree of DIR, uncommitted edits included."""
+    work = tmp_path / "work"
+    subprocess.run(["git", "clone", "-q", str(clone), str(work)], check=True, env=git_env())
+    kustomization = work / "overlays/prod/guestbook/kustomization.yaml"
+    kustomization.write_text(kustomization.read_text().replace("count: 3", "count: 6"))
+    snap = snapshot_for(tmp_path, daemon.url(NAME))
+    result = run_cli(
+        offline(snap, "-o", "json", "--local", "--repo-root", f"{daemon.url(NAME)}={work}")
+    )
+    assert result.exit_code == ExitCode.OK, result.stdout  # git now says 6, as the cluster does
+    assert json.loads(result.stdout)["applications"][0]["sync"]["revision"] == "working tree"
+    assert daemon.requests() == 0
+
+
 def test_a_bare_clone_works_as_repo_root(
     clone: Path, cache: Path, tmp_path: Path, run_cli: Callable[..., Result]
 ) -> None:
