@@ -126,7 +126,7 @@ def _no_half_written(cache: Path) -> None:
             "oci",
             "oci://registry-1.docker.io/bitnamicharts/nginx",
         ),
-        ("oci://ghcr.io/org/charts", "web", "oci", "oci://ghcr.io/org/charts/web"),
+        ("oci://ghcr.io/org/charts", "web", "oci", "oci://ghcr.io/org/charts"),  # chart ignored
         ("oci://ghcr.io/org/charts/web", "", "oci", "oci://ghcr.io/org/charts/web"),
     ],
 )
@@ -875,3 +875,54 @@ def test_chart_errors_never_show_url_credentials(tmp_path: Path) -> None:
             chart, "charts/shop", yaml.safe_load((chart / "Chart.yaml").read_text()), fail=True
         )
     assert "s3cret" not in info.value.message
+
+
+def _manifest_digest(reg: registry.Registry, name: str, tag: str) -> str:
+    """The registry's digest for `name:tag` (what Argo CD records as an OCI source's revision)."""
+    import ssl
+    import urllib.request
+
+    assert reg.ca is not None
+    request = urllib.request.Request(
+        f"https://{reg.host}/v2/{name}/manifests/{tag}",
+        method="HEAD",
+        headers={"Accept": "application/vnd.oci.image.manifest.v1+json"},
+    )
+    context = ssl.create_default_context(cafile=str(reg.ca.ca_file))
+    with urllib.request.urlopen(request, context=context, timeout=30) as response:
+        return str(response.headers["Docker-Content-Digest"])
+
+
+def test_oci_artifact_pulled_by_the_digest_argo_cd_compared(
+    oci_tls: registry.Registry, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _trust(oci_tls, monkeypatch)
+    digest = _manifest_digest(oci_tls, "charts/cache", "0.3.1")
+    artifact = charts.classify(f"oci://{oci_tls.host}/charts/cache", "")
+    assert artifact is not None
+    pulled = _charts(tmp_path).pull(artifact, digest)
+    assert pulled.version == "0.3.1"
+    monkeypatch.setenv("SSL_CERT_FILE", os.devnull)  # a digest is exact: cached, no network
+    assert _charts(tmp_path).pull(artifact, digest) == pulled
+    _no_half_written(tmp_path / "cache")
+
+
+def test_cli_oci_repo_url_with_chart_is_the_artifact_as_in_argo_cd(
+    run_cli, oci_tls: registry.Registry, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:  # type: ignore[no-untyped-def]
+    """Argo CD 3.1+ pulls `oci://host/charts` itself and never reads `chart:`: no chart is there,
+    so the render fails as Argo CD's does, and the hint says how to write it."""
+    _trust(oci_tls, monkeypatch)
+    source = {"repoURL": f"oci://{oci_tls.host}/charts", "chart": "web", "targetRevision": "1.2.3"}
+    result = run_cli(
+        ["web", "--snapshot", str(_snapshot(tmp_path / "s.yaml", source)), "--no-entry-points"]
+    )
+    assert result.exit_code == 3, result.stdout + result.stderr
+    first, hint = result.stderr.splitlines()[:2]
+    assert first.startswith(f"error: helm chart oci://{oci_tls.host}/charts 1.2.3: ")
+    assert "ignores chart: web" in hint
+    fixed = {"repoURL": f"{oci_tls.host}/charts", "chart": "web", "targetRevision": "1.2.3"}
+    result = run_cli(
+        ["web", "--snapshot", str(_snapshot(tmp_path / "t.yaml", fixed)), "--no-entry-points"]
+    )
+    assert result.exit_code == 1, result.stderr

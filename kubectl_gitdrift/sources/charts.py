@@ -6,9 +6,11 @@ What a chart source is (Argo CD's `ApplicationSource.IsHelm`/`IsHelmOci`, util/h
 - `chart:` with an `https://` (or `http://`) repoURL: a Helm repository (`index.yaml`);
 - `chart:` with a repoURL that has no scheme (`ghcr.io/org/charts`): an OCI registry, pulled
   as `oci://<repoURL>/<chart>` (Argo CD's `enableOCI` repositories, which are written without
-  the scheme); `oci://<repo>` with `chart:` is taken the same way;
-- no `chart:` and an `oci://` repoURL: the OCI artifact itself is the chart (Argo CD 3.1 OCI
-  sources); `path` selects a directory inside it.
+  the scheme);
+- an `oci://` repoURL: the OCI artifact itself is the chart (Argo CD 3.1+ OCI sources: its
+  runRepoOperation takes `IsOCI` before `IsHelm`, so a `chart:` beside it is never read; a
+  failed pull says so); `path` selects a directory inside it. The digest Argo CD compared
+  (`status.sync.revision`) is pulled by digest.
 
 `targetRevision` is a version (used as written, as Argo CD's `versions.IsVersion` does) or a
 semver constraint (`1.2.*`, `>=1.0 <2`, `^1.2`), which helm resolves to the highest matching
@@ -79,6 +81,7 @@ _SEMVER = re.compile(
     r"(?:-((?:0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*)(?:\.(?:0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*))*))?"
     r"(?:\+([0-9a-zA-Z-]+(?:\.[0-9a-zA-Z-]+)*))?$"
 )
+_DIGEST = re.compile(r"sha256:[0-9a-f]{64}")
 _SCHEME = re.compile(r"^([a-zA-Z][a-zA-Z0-9+.-]*)://")
 _USERINFO = re.compile(r"(://)[^/\s\"']*@")
 _BARE_USERINFO = re.compile(r"(^|[\s\"'(])[^/\s\"'(:@]+:[^/\s\"']*@")
@@ -106,6 +109,7 @@ class ChartSource:
     kind: str  # "repo" (a Helm repository over http(s)) | "oci"
     repo: str  # the repoURL as written
     chart: str  # the chart's name ("" for an oci:// artifact that is itself the chart)
+    ignored_chart: str = ""  # a `chart:` written beside an oci:// repoURL (Argo CD ignores it)
 
     @property
     def ref(self) -> str:
@@ -152,7 +156,9 @@ def classify(repo_url: str, chart: str) -> ChartSource | None:
     if name in ("http", "https"):
         return ChartSource("repo", repo, chart)
     if name == "oci":
-        return ChartSource("oci", repo, chart)
+        # Argo CD 3.1+ (runRepoOperation tests IsOCI before IsHelm): an oci:// repoURL is the
+        # artifact itself and `chart:` is never read
+        return ChartSource("oci", repo, "", ignored_chart=chart)
     raise SourceError(
         f"helm chart {chart}: repoURL {redact(repo)} is neither a Helm repository (https://…) "
         "nor an "
@@ -239,7 +245,8 @@ class Charts:
                 f"{what}: targetRevision is empty; Argo CD needs a chart version or a semver "
                 "range (e.g. 1.2.3, 1.2.*, >=1.0 <2)"
             )
-        exact = is_version(version)
+        digest = source.kind == "oci" and bool(_DIGEST.fullmatch(version))
+        exact = digest or is_version(version)
         key = _key("chart", source.kind, source.ref, version)
         with self._key_lock(key):
             if exact:
@@ -253,7 +260,17 @@ class Charts:
                     hint="run once without --offline to pull it into the cache",
                 )
             with self._scratch("pull-") as scratch:  # helm's config, credentials included
-                archive = self._download(source, version, scratch, pass_credentials, what)
+                try:
+                    archive = self._download(source, version, scratch, pass_credentials, what)
+                except SourceError as exc:
+                    if not source.ignored_chart:
+                        raise
+                    raise SourceError(
+                        exc.message,
+                        hint=f"Argo CD 3.1+ pulls an oci:// repoURL as the chart itself and "
+                        f"ignores chart: {source.ignored_chart}; for a chart in a registry write "
+                        f"the repoURL without oci:// (Argo CD's enableOCI form)",
+                    ) from None
                 staging = self._staging()
                 try:
                     pulled = _unpack(archive, staging / "entry", what)
@@ -279,7 +296,10 @@ class Charts:
         out = scratch / "out"
         out.mkdir()
         if source.kind == "oci":
-            args = ["pull", source.ref, "--version", version, "--destination", str(out)]
+            if _DIGEST.fullmatch(version):  # the digest Argo CD compared: that exact artifact
+                args = ["pull", f"{source.ref}@{version}", "--destination", str(out)]
+            else:
+                args = ["pull", source.ref, "--version", version, "--destination", str(out)]
             if source.host in insecure_hosts():
                 args.append("--plain-http")
             self._helm(args, scratch, what)

@@ -514,7 +514,7 @@ def _render_chart(
             raise SourceError(f"{registry.describe(pulled.version)}: no chart at path {path}")
     name = registry.chart or registry.ref.rsplit("/", 1)[-1]
     part = RenderedSource(
-        index, source.repo_url, source.chart or path, "helm", pulled.version, pulled.directory
+        index, source.repo_url, registry.chart or path, "helm", pulled.version, pulled.directory
     )
     return part, helm.template(
         app_dir,
@@ -535,7 +535,8 @@ def _render_chart(
 
 def _chart_version(app: Application, index: int, source: AppSource, revision: str | None) -> str:
     """The chart version (or constraint) to pull: `--revision` for a one-source app, else the
-    version Argo CD last compared (status.sync.revision), else targetRevision."""
+    version Argo CD last compared (status.sync.revision; for an oci:// artifact, the digest it
+    resolved), else targetRevision."""
     if revision and len(app.sources) == 1:
         return revision
     revs = app.revisions
@@ -546,6 +547,8 @@ def _chart_version(app: Application, index: int, source: AppSource, revision: st
         known = revs[index]
     if known and not re.fullmatch(r"[0-9a-f]{40}|sha256:[0-9a-f]{64}", known):
         return known
+    if re.fullmatch(r"sha256:[0-9a-f]{64}", known) and chart_fetch.is_registry(source.repo_url, ""):
+        return known  # an oci:// artifact: the digest Argo CD compared (pulled by digest)
     return source.target_revision
 
 
