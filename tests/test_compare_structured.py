@@ -254,3 +254,14 @@ def test_server_side_diff_answer_gets_the_ignore_rules() -> None:
     drift = serverside.compare(_manifest(desired), _manifest(live), ctx, answer)
     assert drift.status is model.ResourceStatus.SYNCED
     assert [model.display_path(s.change.path) for s in drift.suppressed] == ["metadata.labels.team"]
+
+
+def test_git_object_the_server_would_refuse_is_unknown() -> None:
+    body = _deployment(template={"spec": {"containers": [{"name": "a"}, {"name": "a"}]}})
+    live = copy.deepcopy(body)
+    live["metadata"]["managedFields"] = [
+        {"manager": MANAGER, "operation": "Apply", "fieldsV1": {"f:spec": {"f:replicas": {}}}}
+    ]
+    drift = structured.compare(_manifest(body), _manifest(live), _ctx())
+    assert drift.status is model.ResourceStatus.UNKNOWN
+    assert "same key" in drift.reason

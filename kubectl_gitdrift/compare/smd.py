@@ -39,6 +39,11 @@ Node = Any
 ABSENT: Any = object()
 """A field that is not there (JSON null is None)."""
 
+
+class ApplyError(ValueError):
+    """The API server would refuse this apply (structured-merge-diff's validation)."""
+
+
 Path = tuple[str, ...]
 FieldSet = set[Path]
 
@@ -307,6 +312,11 @@ def _merge_list(lhs: list[Any], rhs: list[Any], t: Type, kind: str) -> list[Any]
     """typed/merge.go visitListItems."""
     item_type = t.items()
     rhs_pes = [item_element(t, kind, item, i) for i, item in enumerate(rhs)]
+    if len(set(rhs_pes)) != len(rhs_pes):
+        raise ApplyError("git's object has two items with the same key in a list-type map/set")
+    if t.keys and kind == "list" and any(pe.startswith("i:") for pe in rhs_pes):
+        keys = ", ".join(t.keys)
+        raise ApplyError(f"git's object has a list item without any of its keys ({keys})")
     lhs_pes = [item_element(t, kind, item, i) for i, item in enumerate(lhs)]
     observed_rhs: dict[str, Any] = {}
     for pe, item in zip(rhs_pes, rhs, strict=True):

@@ -151,7 +151,10 @@ def compare(
         predicted = smd.apply(current, config, t, last, others, config_set)
         return without_last_applied(predicted), without_last_applied(current)
 
-    drift = evaluate(desired, live, ctx, predict, defaults=True)
+    try:
+        drift = evaluate(desired, live, ctx, predict, defaults=True)
+    except smd.ApplyError as exc:  # Argo CD's diff fails too: no verdict (ComparisonError)
+        return _unknown(desired, live, f"the server-side apply cannot be emulated: {exc}")
     if not kept:
         return drift
     return dataclasses.replace(drift, released=tuple(_released(kept)))
