@@ -95,7 +95,8 @@ def build_parser(prog: str = "kubectl gitdrift") -> Parser:
         "--offline",
         action="store_true",
         help="never fetch sources over the network: use --repo-root clones and what earlier "
-        "runs fetched into the cache; a source that needs a fetch is an error",
+        "runs fetched into the cache; a source that needs a fetch is an error (the commands of "
+        "plugins run with --allow-plugins or --cmp are not gitdrift's: they may still use it)",
     )
     rev = src.add_mutually_exclusive_group()
     rev.add_argument(
