@@ -24,6 +24,8 @@ from typing import Any
 from kubectl_gitdrift.sources import helm
 
 REGISTRY_BINARY = "docker-registry"
+RUNNING: list[Registry] = []
+"""The registries started and not stopped yet (their logs are shown when a test fails)."""
 _LISTENING = re.compile(r"listening on (\S+):(\d+)")
 
 
@@ -264,6 +266,7 @@ class Registry:
             match = _LISTENING.search(text)
             if match:
                 self.host = f"127.0.0.1:{match.group(2)}"
+                RUNNING.append(self)
                 return self
             if self._proc.poll() is not None:
                 break
@@ -289,7 +292,20 @@ class Registry:
                 args.append("--plain-http")
             run_helm(args, env)
 
+    def log_tail(self, lines: int = 30) -> str:
+        """The end of the registry's log (requests and errors), and whether it still runs."""
+        try:
+            text = (self.work / "registry.log").read_text(errors="replace")
+        except OSError as exc:
+            text = f"(no log: {exc})"
+        alive = self._proc is not None and self._proc.poll() is None
+        state = "running" if alive else f"exited {self._proc.returncode if self._proc else '?'}"
+        kept = [ln for ln in text.splitlines() if 'msg="response completed"' not in ln]
+        return f"{self.host} ({state}):\n" + "\n".join(kept[-lines:])  # the access log says it
+
     def stop(self) -> None:
+        if self in RUNNING:
+            RUNNING.remove(self)
         if self._proc is not None and self._proc.poll() is None:
             self._proc.terminate()
             try:

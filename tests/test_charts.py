@@ -74,6 +74,20 @@ def helm_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return home
 
 
+@pytest.fixture(autouse=True)
+def _registry_logs_on_failure(request: pytest.FixtureRequest) -> Iterator[None]:
+    """A test that fails while registries run shows their logs' ends (what the registry saw
+    and answered), so a failure that does not repeat is still explained."""
+    failed = request.session.testsfailed
+    yield
+    if request.session.testsfailed > failed and registry.RUNNING:
+        reporter = request.config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is not None:
+            reporter.write_line(f"\n--- registries while {request.node.nodeid} failed ---")
+            for reg in registry.RUNNING:
+                reporter.write_line(reg.log_tail())
+
+
 def _charts(tmp_path: Path) -> charts.Charts:
     binary = helm.helm_binary()
     assert binary is not None
