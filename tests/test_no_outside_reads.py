@@ -25,7 +25,8 @@ def test_the_guard_sees_reads_of_shared_in_any_form() -> None:
             lambda: (SHARED / "README.md").read_text(),
             lambda: (SHARED / "list-04-clusterroles.json").open("rb").close(),
             lambda: os.listdir(SHARED),  # noqa: PTH208 - the os-level call is audited too
-            lambda: list(SHARED.glob("*.json")),
+            lambda: os.scandir(SHARED).close(),
+            lambda: list(SHARED.glob("*.json")),  # scans only if ../shared exists
             lambda: os.close(os.open(SHARED / "discovery-01-version.json", os.O_RDONLY)),
         ):
             with contextlib.suppress(OSError):  # a plain clone has no ../shared
