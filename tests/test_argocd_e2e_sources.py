@@ -422,6 +422,43 @@ def test_exec_flags_given_directly_are_refused(tmp_path: Path) -> None:
     assert "--allow-plugins" in (err.value.hint or "")
 
 
+def test_a_kustomize_time_out_takes_the_plugins_it_started(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # with --allow-plugins a legacy exec plugin runs under kustomize: a time-out kills
+    # kustomize's whole process group, the plugin's own children included
+    pidfile = tmp_path / "pid"
+    plugin = write(
+        tmp_path,
+        "plugins/example.com/v1/gen/Gen",
+        f"#!/bin/sh\nsleep 300 &\necho $! > {pidfile}\nwait\n",
+    )
+    plugin.chmod(0o755)
+    write(tmp_path, "repo/app/kustomization.yaml", "generators: [gen.yaml]\n")
+    write(
+        tmp_path,
+        "repo/app/gen.yaml",
+        "apiVersion: example.com/v1\nkind: Gen\nmetadata: {name: g}\n",
+    )
+    monkeypatch.setenv("KUSTOMIZE_PLUGIN_HOME", str(tmp_path / "plugins"))
+    monkeypatch.setenv(kustomize.TIMEOUT_ENV, "1")
+    with pytest.raises(SourceError, match=r"^kustomize build app timed out after 1s$"):
+        kustomize.build(
+            tmp_path / "repo",
+            "app",
+            {},
+            workdir=tmp_path / "work",
+            build_options=("--enable-alpha-plugins",),
+            allow_exec=True,
+        )
+    pid = int(pidfile.read_text())
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().split()[2]
+    except FileNotFoundError:
+        state = "gone"
+    assert state in ("gone", "Z"), state
+
+
 def test_source_types_argocd_cm_disables(tmp_path: Path) -> None:
     cm = {
         "apiVersion": "v1",

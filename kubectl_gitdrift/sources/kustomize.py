@@ -724,12 +724,15 @@ def _run_build(kdir: Path, display: str, root: Path, build_options: Sequence[str
     if "--enable-alpha-plugins" not in build_options:
         env.pop("KUSTOMIZE_PLUGIN_HOME", None)
     timeout = kustomize_timeout()
-    proc = process.run_tool(
+    # bounded like a plugin: kustomize starts helm (helmCharts) and, with --allow-plugins, the
+    # repository's exec plugins; on a time-out they go with it (its process group)
+    proc = process.run_bounded(
         cmd,
         cwd=root,
         env=env,
         timeout=timeout,
         what=f"kustomize build {display}",
+        limit=yamlio.MAX_BYTES,
         hint=f"run: {tool} {display} (or raise {TIMEOUT_ENV})",
     )
     if proc.returncode != 0:
