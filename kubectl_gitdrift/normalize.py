@@ -100,8 +100,9 @@ def deepcopy(body: Any) -> Any:
 def remarshal(body: Any, node: Node | None, *, top: bool = True) -> Any:
     """What Argo CD's remarshal (a JSON round-trip through the Go type) does to built-in kinds:
     canonical quantities, integral floats as ints, null, empty and zero-valued optional fields
-    dropped (pointer fields keep `false`/`0`). Always returns a new object, sharing no
-    containers with `body` but the raw JSON below.
+    dropped (pointer fields keep `false`/`0`; fields without omitempty, `_NOT_OMITEMPTY`, keep
+    `[]` and null; a zero `creationTimestamp`, a struct in Go, stays null). Always returns a new
+    object, sharing no containers with `body` but the raw JSON below.
 
     `node` None means an unknown kind (a CRD): only number spelling changes. So does an object
     Go could not decode strictly (a field the type does not have, a string in an integer field):
