@@ -125,3 +125,23 @@ def test_the_quick_no_prune_check_is_sound(
     if smd.applied_again(last, config, DEPLOY):
         assert last <= smd.field_set(config, DEPLOY)
     assert smd.applied_again(smd.field_set(config, DEPLOY), config, DEPLOY)
+
+
+@FAST
+@given(deployments(), deployments())
+def test_the_check_reads_fields_v1_as_it_reads_a_field_set(
+    previous: dict[str, Any], config: dict[str, Any]
+) -> None:
+    last = smd.field_set(previous, DEPLOY)
+    raw: dict[str, Any] = {}
+    for path in sorted(last):
+        node = raw
+        for elem in path:
+            node = node.setdefault(elem, {})
+    for path in last:
+        node = raw
+        for elem in path:
+            node = node[elem]
+        if node:
+            node["."] = {}
+    assert smd.applied_again_raw(raw, config, DEPLOY) == smd.applied_again(last, config, DEPLOY)

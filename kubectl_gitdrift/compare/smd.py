@@ -454,9 +454,22 @@ def applied_again(last: FieldSet, config: Mapping[str, Any], t: Type) -> bool:
     return _covers(trie(last), config, t)
 
 
-def _covers(tree: Trie, value: Any, node: Type) -> bool:
+def applied_again_raw(fields_v1: Any, config: Mapping[str, Any], t: Type) -> bool:
+    """`applied_again` straight from a managedFields entry's fieldsV1 (already a trie)."""
+    return isinstance(fields_v1, dict) and _covers(fields_v1, config, t, raw=True)
+
+
+def _covers(tree: Any, value: Any, node: Type, *, raw: bool = False) -> bool:
     index: dict[str, Any] | None = None
-    for elem, (member, below) in tree.items():
+    for key, entry in tree.items():
+        if raw:  # fieldsV1: {element: children}, "." marks a member that has children
+            if key == ".":
+                continue
+            if not isinstance(entry, dict):
+                return False
+            elem, member, below = canonical_element(key), not entry or "." in entry, entry
+        else:
+            elem, (member, below) = key, entry
         if elem.startswith("f:"):
             name = elem[2:]
             if not isinstance(value, dict) or name not in value:
@@ -483,7 +496,7 @@ def _covers(tree: Trie, value: Any, node: Type) -> bool:
             if elem not in index:
                 return False
             child, child_node = index[elem], node.items()
-        if below and not _covers(below, child, child_node):
+        if below and not _covers(below, child, child_node, raw=raw):
             return False
     return True
 

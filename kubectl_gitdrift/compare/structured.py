@@ -130,14 +130,20 @@ def compare(
             "the live object has no managedFields, so what the next server-side apply would "
             "remove cannot be told (export it with --show-managed-fields)",
         )
-    last: smd.FieldSet = set()
-    for manager, operation, subresource, raw in entries:
-        if manager == MANAGER and operation == "Apply" and not subresource:
-            last |= smd.from_fields_v1(raw)
+    applied = [
+        raw
+        for manager, operation, subresource, raw in entries
+        if manager == MANAGER and operation == "Apply" and not subresource
+    ]
     kept: list[tuple[smd.Path, tuple[str, ...]]] = []
 
     def predict(config: dict[str, Any], current: dict[str, Any]) -> tuple[dict, dict]:  # type: ignore[type-arg]
-        if not last or smd.applied_again(last, config, t):  # the usual case: nothing to prune
+        if not applied or (len(applied) == 1 and smd.applied_again_raw(applied[0], config, t)):
+            # the usual case: everything applied before is applied again, nothing to prune
+            predicted = smd.apply(current, config, t, set(), set())
+            return without_last_applied(predicted), without_last_applied(current)
+        last: smd.FieldSet = set().union(*(smd.from_fields_v1(raw) for raw in applied))
+        if smd.applied_again(last, config, t):
             predicted = smd.apply(current, config, t, set(), set())
             return without_last_applied(predicted), without_last_applied(current)
         owners: dict[str, smd.FieldSet] = {}
