@@ -5,47 +5,28 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import dataclasses
 import gc
-import json
 import os
 import sys
-import tempfile
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any, NoReturn, TextIO
+from typing import TYPE_CHECKING, Any, NoReturn, TextIO
 
-import yaml
-
-from kubectl_gitdrift import (
-    __version__,
-    application,
-    color,
-    completion,
-    difftext,
-    engine,
-    hookspecs,
-    metrics,
-    model,
-    parser,
-    plugins,
-    progress,
-    pushgateway,
-    rbac,
-    remedies,
-    report,
-    serve,
-    snapshot,
-    workflow,
-)
+from kubectl_gitdrift import __version__, parser
 from kubectl_gitdrift.errors import (
     ExitCode,
     GitDriftError,
     PluginError,
     UsageError,
 )
-from kubectl_gitdrift.sources import auditlog as source_auditlog
+
+if TYPE_CHECKING:
+    from kubectl_gitdrift import color, model, plugins, progress, serve, snapshot, workflow
+
+# Start-up: each command imports what it runs, in the function that runs it, so `version`,
+# `completion` and `--help` never load the engine, the sources, pluggy or YAML (issue 18; the
+# module budget is tests/test_startup.py).
 
 
 def run() -> None:
@@ -120,6 +101,8 @@ def _error(err: TextIO, exc: GitDriftError, debug: bool) -> None:
 
 def _dispatch(argv: list[str], out: TextIO, err: TextIO, prog: str) -> ExitCode:
     if argv and argv[0] == "completion":  # `completion bash|zsh`; `completion __complete ARGS`
+        from kubectl_gitdrift import completion
+
         return ExitCode(completion.main(argv[1:], out, err, prog))
     if argv and argv[0] == "serve":
         return _serve(argv[1:], out, err, prog)
@@ -132,6 +115,8 @@ def _dispatch(argv: list[str], out: TextIO, err: TextIO, prog: str) -> ExitCode:
         if command == "snapshot":
             sub.command_snapshot = True
             return _snapshot(sub, out, err)
+        from kubectl_gitdrift import plugins
+
         pm = plugins.make_plugin_manager(
             paths=sub.plugin, entry_points=not sub.no_entry_points, blocked=sub.disable_plugin
         )
@@ -145,6 +130,8 @@ def _dispatch(argv: list[str], out: TextIO, err: TextIO, prog: str) -> ExitCode:
 def _plugins(
     pm: plugins.PluginManager, fmt: str, out: TextIO, *, include_builtins: bool = False
 ) -> ExitCode:
+    from kubectl_gitdrift import plugins
+
     infos = plugins.describe(pm, include_builtins=include_builtins)
     if fmt == "json":
         import json
@@ -163,6 +150,8 @@ def _plugins(
 
 
 def _rules(pm: plugins.PluginManager, fmt: str, out: TextIO) -> ExitCode:
+    from kubectl_gitdrift import hookspecs
+
     rules = hookspecs.collect_rules(pm)
     if fmt == "json":
         import json
@@ -189,7 +178,8 @@ def _rules(pm: plugins.PluginManager, fmt: str, out: TextIO) -> ExitCode:
 # --------------------------------------------------------------------------- the main job
 
 
-_BUILTIN_RENDERERS = plugins.BUILTIN_NAMES["kubectl_gitdrift.builtin.renderers"]
+_BUILTIN_RENDERERS = "builtin/renderers"
+"""plugins.BUILTIN_NAMES of the built-in renderers (tests/test_startup.py checks they agree)."""
 
 
 def _terminal(stream: TextIO) -> bool:
@@ -200,12 +190,16 @@ def _terminal(stream: TextIO) -> bool:
 
 def _progress(args: argparse.Namespace, err: TextIO) -> progress.Silent:
     """--progress: a live line when stderr is a terminal, plain lines when forced elsewhere."""
+    from kubectl_gitdrift import progress
+
     return progress.choose(args.progress, err, terminal=_terminal(err))
 
 
 def _palette(args: argparse.Namespace, out: TextIO) -> color.Palette:
     """--color: `always` and `never` as said; `auto` colours a terminal unless NO_COLOR is set
     (no-color.org: present and not empty) or TERM=dumb."""
+    from kubectl_gitdrift import color
+
     if args.color == "never":
         return color.OFF
     if args.color == "always":
@@ -216,12 +210,18 @@ def _palette(args: argparse.Namespace, out: TextIO) -> color.Palette:
 
 
 def _compare(args: argparse.Namespace, out: TextIO, err: TextIO) -> ExitCode:
+    from kubectl_gitdrift import report
+
     started = time.monotonic()
     result, targets, renderers = _evaluate(args, err)
     if args.write_patch is not None:
+        from kubectl_gitdrift import remedies
+
         patches = "".join(remedies.patch(r.remedies) for r in result.applications)
         _write_atomically(args.write_patch, patches)
     if args.output == "openmetrics":
+        from kubectl_gitdrift import metrics, pushgateway
+
         info = metrics.RunInfo(
             duration_seconds=time.monotonic() - started,
             last_success=time.time(),
@@ -240,6 +240,8 @@ def _compare(args: argparse.Namespace, out: TextIO, err: TextIO) -> ExitCode:
             result, show_suppressed=args.show_suppressed, palette=_palette(args, out)
         )
     elif args.output == "diff" and renderers["diff"].plugin == _BUILTIN_RENDERERS:
+        from kubectl_gitdrift import difftext
+
         text = difftext.render_diff(result, palette=_palette(args, out))
     else:
         text = _render_plugin(result, args.output, renderers)
@@ -255,6 +257,21 @@ def _evaluate(
     args: argparse.Namespace, err: TextIO
 ) -> tuple[model.Report, list[workflow.Target], Mapping[str, Any]]:
     """One comparison run: the report, the targets (with their errors), the output formats."""
+    import dataclasses
+    import tempfile
+
+    from kubectl_gitdrift import (
+        application,
+        engine,
+        hookspecs,
+        model,
+        plugins,
+        rbac,
+        snapshot,
+        workflow,
+    )
+    from kubectl_gitdrift.sources import auditlog as source_auditlog
+
     pm = plugins.make_plugin_manager(
         paths=args.plugin, entry_points=not args.no_entry_points, blocked=args.disable_plugin
     )
@@ -343,6 +360,8 @@ def _cyclic_gc_off(active: bool) -> Iterator[None]:
 def _incomplete(app: model.AppReport) -> bool:
     """Something the app needs could not be read: a resource (Unknown), or context objects
     (events, RBAC, the tracking-label sweep) noted as "not checked: ..."."""
+    from kubectl_gitdrift import model
+
     return app.sync_status is model.SyncStatus.UNKNOWN or any(
         note.startswith("not checked: ") for note in app.notes
     )
@@ -397,10 +416,17 @@ def _render_all(
     targets: Sequence[workflow.Target],
     args: argparse.Namespace,
     renderers: Mapping[str, Any],
-    palette: color.Palette = color.OFF,
+    palette: color.Palette | None = None,
 ) -> str:
     """--all: one summary row per Application (text), or the full reports plus the skipped and
     failed ones (json/yaml/--query)."""
+    import json
+
+    import yaml
+
+    from kubectl_gitdrift import color, difftext, model, report
+
+    palette = color.OFF if palette is None else palette
     by_name = {f"{a.namespace}/{a.name}": a for a in result.applications}
     if args.query or args.output in ("json", "yaml"):
         doc = report.to_dict(result)
@@ -474,6 +500,8 @@ def _cut(text: str, width: int = 90) -> str:
 
 def _serve(argv: list[str], out: TextIO, err: TextIO, prog: str) -> ExitCode:
     """`serve`: compare on a timer and serve the last good result as OpenMetrics."""
+    from kubectl_gitdrift import serve
+
     own, rest = parser.with_streams(parser.build_serve_parser(prog), out, err).parse_known_args(
         argv
     )
@@ -504,6 +532,7 @@ def serve_runner(args: argparse.Namespace, err: TextIO) -> serve.RunOnce:
     A one-shot run freezes what it loads out of the cyclic GC and never collects (it exits);
     a cycle that did the same would keep each run's cyclic garbage forever, so every cycle ends
     by unfreezing and collecting."""
+    from kubectl_gitdrift import serve
 
     def run_once() -> serve.Outcome:
         try:
@@ -525,6 +554,10 @@ def serve_runner(args: argparse.Namespace, err: TextIO) -> serve.RunOnce:
 
 
 def _snapshot(sub: argparse.Namespace, out: TextIO, err: TextIO) -> ExitCode:
+    import tempfile
+
+    from kubectl_gitdrift import snapshot, workflow
+
     _check_selection(sub, sub.apps)
     with tempfile.TemporaryDirectory(prefix="gitdrift-") as workdir, _progress(sub, err) as shown:
         state, targets = workflow.gather_live(sub, sub.apps, Path(workdir), shown, shown.stream)

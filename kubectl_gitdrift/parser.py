@@ -10,10 +10,15 @@ import argparse
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
-from kubectl_gitdrift import __version__, plugins, rbac
-from kubectl_gitdrift.sources import fetch
+from kubectl_gitdrift import __version__
+
+if TYPE_CHECKING:
+    from kubectl_gitdrift.sources import fetch
+
+# plugins and rbac (pluggy, the model) are imported by build_parser, sources.fetch by repo_root
+# when --repo-root is parsed: `version` and `completion bash` start without them.
 
 SUBCOMMANDS = ("snapshot", "plugins", "rules", "version")
 
@@ -52,6 +57,8 @@ def with_streams(parser: Parser, out: TextIO, err: TextIO) -> Parser:
 
 
 def build_parser(prog: str = "kubectl gitdrift") -> Parser:
+    from kubectl_gitdrift import plugins, rbac
+
     parser = Parser(
         prog=prog,
         description=(
@@ -275,6 +282,8 @@ def progress_flag(group: Any) -> None:
 
 def repo_root(text: str) -> fetch.RepoRoot:
     """A --repo-root value: DIR, or URL=DIR."""
+    from kubectl_gitdrift.sources import fetch
+
     try:
         return fetch.parse_repo_root(text)
     except ValueError as exc:

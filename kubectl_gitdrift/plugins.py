@@ -9,7 +9,6 @@ drift gate than stopping.
 from __future__ import annotations
 
 import importlib
-import importlib.metadata
 import importlib.util
 import os
 import sys
@@ -17,11 +16,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
+from typing import TYPE_CHECKING
 
 import pluggy
 
 from kubectl_gitdrift import hookspecs
 from kubectl_gitdrift.errors import PluginError
+
+if TYPE_CHECKING:  # importlib.metadata (email, zipfile, csv...) only when entry points are read
+    from importlib.metadata import EntryPoint
 
 DEFAULT_PLUGINS = (
     "kubectl_gitdrift.builtin.normalizers",
@@ -78,7 +81,9 @@ def make_plugin_manager(
         if not pm.is_blocked(BUILTIN_NAMES[module]):
             _register(pm, importlib.import_module(module), BUILTIN_NAMES[module], "builtin")
     if entry_points and not autoload_disabled():
-        for ep in sorted(importlib.metadata.entry_points(group=ENTRY_POINT_GROUP), key=_ep_key):
+        from importlib import metadata
+
+        for ep in sorted(metadata.entry_points(group=ENTRY_POINT_GROUP), key=_ep_key):
             if pm.is_blocked(ep.name):
                 continue
             dist = ep.dist.name if ep.dist else "?"
@@ -104,7 +109,7 @@ def make_plugin_manager(
     return pm
 
 
-def _ep_key(ep: importlib.metadata.EntryPoint) -> str:
+def _ep_key(ep: EntryPoint) -> str:
     return ep.name
 
 
@@ -220,8 +225,10 @@ def _version_of(plugin: object, source: str) -> str:
 
         return __version__
     if source.startswith("entry point "):
+        from importlib import metadata
+
         try:
-            return importlib.metadata.version(source.removeprefix("entry point "))
-        except importlib.metadata.PackageNotFoundError:
+            return metadata.version(source.removeprefix("entry point "))
+        except metadata.PackageNotFoundError:
             return "?"
     return str(getattr(plugin, "__version__", "") or "-")

@@ -7,10 +7,7 @@ import textwrap
 from collections.abc import Mapping
 from typing import Any
 
-import jmespath
-import jmespath.exceptions
 import yaml
-from tabulate import tabulate
 
 from kubectl_gitdrift import color, model, writers
 from kubectl_gitdrift.errors import UsageError
@@ -151,6 +148,9 @@ def render_yaml(report: model.Report) -> str:
 
 def query(data: Mapping[str, Any], expression: str) -> str:
     """--query: JMESPath over the JSON form; a bad expression is a usage error naming the flag."""
+    import jmespath  # only --query needs it (start-up, issue 18)
+    import jmespath.exceptions
+
     try:
         compiled = jmespath.compile(expression)
     except jmespath.exceptions.JMESPathError as exc:
@@ -177,6 +177,8 @@ def render_text(
 
 
 def _text_app(app: model.AppReport, show_suppressed: bool, palette: color.Palette) -> str:
+    from tabulate import tabulate  # only text needs it (it reads importlib.metadata; issue 18)
+
     paint = palette
     lines = [
         f"Application {app.namespace}/{app.name}: {paint.status(app.sync_status.value)}"
