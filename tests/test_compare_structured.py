@@ -265,3 +265,19 @@ def test_git_object_the_server_would_refuse_is_unknown() -> None:
     drift = structured.compare(_manifest(body), _manifest(live), _ctx())
     assert drift.status is model.ResourceStatus.UNKNOWN
     assert "same key" in drift.reason
+
+
+@pytest.mark.parametrize("include", [False, True])
+def test_webhook_mutations_count_only_with_include_mutation_webhook(include: bool) -> None:
+    path = TESTDATA / "apiserver/ssa/02-service-co-owned-fields-kept"
+    live, desired, answer, _ = _recording(path)
+    desired["metadata"]["labels"]["team"] = live["metadata"]["labels"]["team"]  # git = live
+    mutated = copy.deepcopy(answer)
+    mutated["metadata"]["labels"]["team"] = live["metadata"]["labels"]["team"]
+    mutated["metadata"]["annotations"]["webhook.example.com/injected"] = "yes"
+    ctx = _ctx()
+    choice = Choice(model.DiffStrategy.SERVER_SIDE_DIFF, "", include_mutation_webhook=include)
+    ctx = structured.Context(ctx.base, ctx.types, choice)
+    drift = serverside.compare(_manifest(desired), _manifest(live), ctx, mutated)
+    paths = [model.display_path(c.path) for c in drift.changes]
+    assert paths == (['metadata.annotations["webhook.example.com/injected"]'] if include else [])
