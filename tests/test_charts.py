@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -940,3 +941,32 @@ def test_cli_oci_repo_url_with_chart_is_the_artifact_as_in_argo_cd(
         ["web", "--snapshot", str(_snapshot(tmp_path / "t.yaml", fixed)), "--no-entry-points"]
     )
     assert result.exit_code == 1, result.stderr
+
+
+def test_dependency_ranges_without_a_lock_resolve_per_commit(tmp_path: Path) -> None:
+    """Without Chart.lock, `~1.2.0` is what the repository has when a commit is rendered (Argo
+    CD caches manifests per commit): a new commit sees a newer version, the old one keeps its
+    build; with exact versions the build is shared across commits."""
+    src = tmp_path / "src"
+    shutil.copytree(CHARTS / "web-1.2.0", src / "web-1.2.0")
+    repo = registry.serve_helm_repo(src, tmp_path / "repo")
+    try:
+        chart = _wrapper_chart(
+            tmp_path / "tree", [{"name": "web", "version": "~1.2.0", "repository": repo.url}]
+        )
+
+        def build(revision: str) -> list[str]:
+            built = _charts(tmp_path).build_dependencies(
+                chart, chart.parents[1], "charts/shop", policy=None, pass_credentials=False,
+                revision=revision,
+            )  # fmt: skip
+            return sorted(p.name for p in (built / "charts").iterdir())
+
+        assert build("a" * 40) == ["web-1.2.0.tgz"]
+        env = registry.helm_env(tmp_path / "helm-home")
+        registry.package_charts(CHARTS / "web-1.2.3", repo.directory, env)  # published later
+        repo.index(env)
+        assert build("b" * 40) == ["web-1.2.3.tgz"]
+        assert build("a" * 40) == ["web-1.2.0.tgz"]  # that commit's build, from the cache
+    finally:
+        repo.stop()

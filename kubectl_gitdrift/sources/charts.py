@@ -345,14 +345,19 @@ class Charts:
             for name in ("Chart.yaml", "Chart.lock", "requirements.yaml", "requirements.lock")
             if (chart_dir / name).is_file()
         ]
+        locked = any(n in ("Chart.lock", "requirements.lock") for n, _ in files) or all(
+            is_version(str(d.get("version") or "")) for d in deps
+        )
         key = None
         if revision is not None:
             key = _key(
                 "deps-built",  # the archives helm built, not the whole charts/
                 [(n, hashlib.sha256(b).hexdigest()) for n, b in files],
                 sorted(denied),
-                # file:// dependencies are files of the commit: the commit decides them
-                [revision, display] if local else [],
+                # file:// dependencies are files of the commit, and without a lock file a
+                # version range resolves to what the repository has when that commit is
+                # rendered (Argo CD caches manifests per commit): the commit decides them
+                [revision, display] if local or not locked else [],
             )
         what = f"source path {display}: helm dependency build"
         dest = Path(tempfile.mkdtemp(prefix="chart-", dir=self._work()))
