@@ -33,8 +33,10 @@ chart URLs on other hosts (helm's `--pass-credentials`).
 
 Dependencies of a chart from git that are not vendored in `charts/` are built as `helm
 dependency build` builds them (Chart.lock when there is one), on a copy of the chart (the
-exported tree is never written), and the built `charts/` is cached by the chart's dependency
-files. The AppProject's `sourceRepos` governs dependency repositories as in Argo CD: the
+exported tree is never written): the archives it downloads replace outdated ones in `charts/` as
+helm's own build does. The downloaded archives are cached by the chart's dependency files (and
+by commit when a `file://` dependency or a version range without a lock file makes the commit
+decide them). The AppProject's `sourceRepos` governs dependency repositories as in Argo CD: the
 repo-server is only given the credentials of repositories the project permits, and a failed
 build that involves a repository the project does not permit is reported as "helm repos … are
 not permitted in project '…'" (the error Argo CD's e2e tests assert).
