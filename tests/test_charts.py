@@ -970,3 +970,44 @@ def test_dependency_ranges_without_a_lock_resolve_per_commit(tmp_path: Path) -> 
         assert build("a" * 40) == ["web-1.2.0.tgz"]  # that commit's build, from the cache
     finally:
         repo.stop()
+
+
+def test_registry_charts_get_the_destination_clusters_version(tmp_path: Path) -> None:
+    """As git charts do (Argo CD's GetKubeVersionOrDefault): helm renders a registry chart for
+    the destination cluster's version unless the source sets kubeVersion."""
+    from kubectl_gitdrift import application
+    from kubectl_gitdrift.sources import config as render_config
+    from kubectl_gitdrift.sources import fetch, render
+
+    src = tmp_path / "src" / "caps"
+    (src / "templates").mkdir(parents=True)
+    (src / "Chart.yaml").write_text("apiVersion: v2\nname: caps\nversion: 0.1.0\n")
+    (src / "templates" / "cm.yaml").write_text(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: caps\n"
+        "data:\n  kube: {{ .Capabilities.KubeVersion.Version | quote }}\n"
+    )
+    repo = registry.serve_helm_repo(tmp_path / "src", tmp_path / "repo")
+    try:
+        for helm_options, want in (({}, "v1.31.2"), ({"kubeVersion": "1.29.0"}, "v1.29.0")):
+            source = {"repoURL": repo.url, "chart": "caps", "targetRevision": "0.1.0"}
+            if helm_options:
+                source["helm"] = helm_options  # type: ignore[assignment]
+            app = application.parse_application(
+                {
+                    "apiVersion": "argoproj.io/v1alpha1",
+                    "kind": "Application",
+                    "metadata": {"name": "caps", "namespace": "argocd"},
+                    "spec": {"destination": {"namespace": "caps"}, "source": source},
+                }
+            )
+            rendered = render.render(
+                app,
+                None,
+                workdir=tmp_path / "work",
+                repos=fetch.Repos(tmp_path / "git"),
+                config=render_config.RenderConfig(kube_version="v1.31.2"),
+            )
+            (manifest,) = rendered.manifests
+            assert manifest.body["data"] == {"kube": want}
+    finally:
+        repo.stop()

@@ -185,7 +185,7 @@ def render(
         if registry is not None:  # a chart from a Helm repository or an OCI registry: no git
             part, objs = _render_chart(
                 app, index, source, registry, revision, workdir, cache, refs, cached_only, policy,
-                offline,
+                offline, config,
             )  # fmt: skip
             parts.append(part)
             manifests.extend(objs)
@@ -481,6 +481,7 @@ def _render_chart(
     cached_only: bool,
     policy: chart_fetch.RepoPolicy | None,
     offline: bool = False,
+    config: render_config.RenderConfig | None = None,
 ) -> tuple[RenderedSource, list[Manifest]]:
     """Pull a chart from a Helm repository or an OCI registry and `helm template` it, as the
     repo-server does: the chart is both the app directory and the root (value files resolve
@@ -520,7 +521,7 @@ def _render_chart(
         app_dir,
         app=app,
         source=source,
-        options=options,
+        options=_kube_version_default(options, config or render_config.RenderConfig()),
         tree_for_ref=refs or {},
         workdir=workdir,
         env=build_env(app, source, pulled.version),
