@@ -17,7 +17,7 @@ import yaml
 
 from kubectl_gitdrift.errors import ExitCode, SourceError, UsageError
 from kubectl_gitdrift.model import Application, AppSource, SyncPolicy
-from kubectl_gitdrift.sources import cmp
+from kubectl_gitdrift.sources import cmp, process
 from kubectl_gitdrift.sources import config as render_config
 from kubectl_gitdrift.sources.kustomize import TIMEOUT_ENV
 from kubectl_gitdrift.sources.render import render
@@ -377,6 +377,23 @@ def test_a_process_that_leaves_the_group_cannot_hang_the_run(tmp_path: Path) -> 
             os.kill(int(pidfile.read_text()), 9)
 
 
+def test_a_command_that_ends_is_never_killed_for_it(tmp_path: Path) -> None:
+    # its pipes close just before it exits: the exit status is its own, never SIGKILL's
+    for _ in range(20):
+        proc = process.run_bounded(
+            ["echo", " "], cwd=tmp_path, env=os.environ, timeout=30, what="echo", limit=100
+        )
+        assert (proc.returncode, proc.stdout) == (0, b" \n")
+
+
+def test_a_command_that_closes_its_output_and_stays_times_out(tmp_path: Path) -> None:
+    with pytest.raises(SourceError, match=r"^sleeper timed out after 1s$"):
+        process.run_bounded(
+            ["sh", "-c", "exec >&- 2>&-; sleep 300"],
+            cwd=tmp_path, env=os.environ, timeout=1, what="sleeper", limit=100,
+        )  # fmt: skip
+
+
 def test_output_past_the_limit_is_an_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     tree = tmp_path / "repo"
     write(tree, "app/x.txt")
@@ -631,7 +648,7 @@ def test_cli_nothing_from_a_snapshot_runs_without_allow_plugins(
                     "path": "app",
                     "targetRevision": "HEAD",
                     **source,
-                },  # fmt: skip
+                },
             },
         }
 

@@ -114,6 +114,15 @@ def run_bounded(
                     del err[: max(0, len(err) - _STDERR_TAIL)]
             if over:
                 break
+        if not (timed_out or over) and proc.poll() is None:
+            # both pipes closed: the command is exiting (or lives on without them)
+            try:
+                proc.wait(timeout=max(deadline - time.monotonic(), 0.001))
+            except subprocess.TimeoutExpired:
+                timed_out = True
+                _kill_group(proc, signal.SIGTERM)
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    proc.wait(timeout=_TERM_GRACE)
     finally:
         sel.close()
         _kill_group(proc, signal.SIGKILL)
