@@ -317,6 +317,9 @@ def _evaluate(
                 progress,
                 configmaps=workflow.render_configmaps(state),
                 kube_version=state.capture.kube_version if state.capture is not None else "",
+                api_versions=workflow.cluster_api_versions(
+                    state.capture.api_resources if state.capture is not None else ()
+                ),
             )
             mode = "offline"
         else:

@@ -155,6 +155,15 @@ def in_shard(bodies: Sequence[model.Body], args: argparse.Namespace) -> list[mod
     return [bodies[i] for i in shard.select(names, part)]
 
 
+def cluster_api_versions(rows: Iterable[Mapping[str, Any]]) -> list[str]:
+    """The API versions Argo CD sends the repo-server (helm `--api-versions`, kustomize
+    `--helm-api-versions`, plugins' KUBE_API_VERSIONS): APIResourcesToStrings(resources, true)
+    over the cluster cache's resources, i.e. each kind's preferred version that can be listed
+    and watched, as `group/version` and `group/version/Kind`, sorted. `rows` are API resource
+    rows (a snapshot's apiResources, or live discovery's)."""
+    return source_config.api_versions(rows)
+
+
 def render_configmaps(state: snapshot.ClusterState) -> list[model.Body]:
     """argocd-cm and argocd-cmp-cm (config management plugins) from a snapshot, for rendering,
     and the AppProjects (their sourceRepos govern chart repositories)."""
@@ -179,18 +188,21 @@ def prepare(
     progress: Progress,
     configmaps: Sequence[model.Body] = (),
     kube_version: str = "",
+    api_versions: Sequence[str] = (),
 ) -> list[Target]:
     """Parse and render every Application (concurrently, bounded), from the clones given with
     --repo-root or else from repoURL fetched into the cache; skip the ones whose repoURL is not
     the clone at a plain --repo-root DIR (with --all). `configmaps` are argocd-cm and
     argocd-cmp-cm, when read (kustomize build options and versions, plugin definitions),
     and the AppProjects (sourceRepos); `kube_version` is the destination cluster's gitVersion,
-    for helm, kustomize helmCharts and plugins, as Argo CD passes it."""
+    for helm, kustomize helmCharts and plugins, as Argo CD passes it, and so are its
+    `api_versions` (cluster_api_versions)."""
     render_config = source_config.of(
         configmaps,
         cmp_files=getattr(args, "cmp", None) or (),
         allow_plugins=getattr(args, "allow_plugins", False),
         kube_version=kube_version,
+        api_versions=api_versions,
     )
     targets = []
     for body in bodies:
@@ -565,6 +577,7 @@ def gather_live(
             progress,
             configmaps=argocd_docs,
             kube_version=str(kc.version.get("gitVersion") or ""),
+            api_versions=cluster_api_versions(k.to_dict() for k in kc.discovery.kinds()),
         )
         if not args.all and targets and targets[0].error is not None:
             raise targets[0].error

@@ -528,6 +528,76 @@ def test_the_cluster_version_reaches_helm_unless_the_app_sets_one(tmp_path: Path
     assert version({"kubeVersion": "1.30.1"}) == "v1.30.1"
 
 
+API_RESOURCES = [
+    {"apiVersion": "v1", "kind": "ConfigMap", "name": "configmaps", "verbs": ["list", "watch"]},
+    {"apiVersion": "v1", "kind": "Pod", "name": "pods/log", "verbs": ["get"]},  # a subresource
+    {"apiVersion": "v1", "kind": "Binding", "name": "bindings", "verbs": ["create"]},
+    {"apiVersion": "monitoring.coreos.com/v1", "kind": "ServiceMonitor",
+     "name": "servicemonitors", "verbs": ["get", "list", "watch"]},
+    {"apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler",
+     "name": "horizontalpodautoscalers", "verbs": ["list", "watch"]},
+    {"apiVersion": "autoscaling/v1", "kind": "HorizontalPodAutoscaler",
+     "name": "horizontalpodautoscalers", "verbs": ["list", "watch"]},
+    {"apiVersion": "example.com/v1beta1", "kind": "Widget", "name": "widgets"},  # no verbs
+]  # fmt: skip
+
+
+def test_cluster_api_versions_as_argo_cd_sends_them() -> None:
+    # APIResourcesToStrings(preferred resources that can be listed and watched, true)
+    assert render_config.api_versions(API_RESOURCES) == [
+        "autoscaling/v2",
+        "autoscaling/v2/HorizontalPodAutoscaler",
+        "example.com/v1beta1",
+        "example.com/v1beta1/Widget",
+        "monitoring.coreos.com/v1",
+        "monitoring.coreos.com/v1/ServiceMonitor",
+        "v1",
+        "v1/ConfigMap",
+    ]
+
+
+@needs_helm
+def test_the_cluster_api_versions_reach_helm_unless_the_app_sets_some(tmp_path: Path) -> None:
+    # a chart that renders a ServiceMonitor only where the CRD is served, as many do
+    from kubectl_gitdrift.sources.render import render
+
+    write(tmp_path, "chart/Chart.yaml", "apiVersion: v2\nname: c\nversion: 0.1.0\n")
+    write(
+        tmp_path,
+        "chart/templates/monitor.yaml",
+        '{{- if .Capabilities.APIVersions.Has "monitoring.coreos.com/v1/ServiceMonitor" }}\n'
+        "apiVersion: monitoring.coreos.com/v1\nkind: ServiceMonitor\nmetadata: {name: web}\n"
+        "spec: {}\n{{- end }}\n",
+    )
+    write(
+        tmp_path,
+        "chart/templates/cm.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\n",
+    )
+
+    def kinds(helm_options: dict[str, Any], rows: list[dict[str, Any]]) -> list[str]:
+        app = _hydrated({"drySource": {"repoURL": "x"}, "syncSource": {"path": "chart",
+                         "targetBranch": "main"}})  # fmt: skip
+        source = app.sources[0]
+        app = dataclasses.replace(
+            app, sources=(dataclasses.replace(source, kind="helm", options=helm_options),)
+        )
+        config = render_config.of([], api_versions=render_config.api_versions(rows))
+        rendered = render(app, tmp_path, local=True, workdir=tmp_path / "w", config=config)
+        return sorted(m.key.kind for m in rendered.manifests)
+
+    assert kinds({}, API_RESOURCES) == ["ConfigMap", "ServiceMonitor"]
+    assert kinds({}, []) == ["ConfigMap"]  # a snapshot without apiResources: helm's defaults
+    assert kinds({"apiVersions": ["v1"]}, API_RESOURCES) == ["ConfigMap"]  # the app's win
+
+
+def test_the_cluster_api_versions_reach_plugins(tmp_path: Path) -> None:
+    from kubectl_gitdrift.sources import cmp
+
+    env = cmp.plugin_env({}, {}, "1.31.0", render_config.api_versions(API_RESOURCES[:1]))
+    assert env["KUBE_API_VERSIONS"] == "v1,v1/ConfigMap"
+
+
 def test_offline_refuses_what_kustomize_would_download(tmp_path: Path) -> None:
     write(
         tmp_path,

@@ -40,6 +40,9 @@ class RenderConfig:
     # plugins (parseKubeVersion: "1.31.2" from "v1.31.2+k3s1"); "" when unknown
     kube_version: str = ""
     broken_plugins: tuple[str, ...] = ()  # argocd-cmp-cm definitions left out, and why
+    # the destination cluster's API versions as Argo CD sends them to helm, kustomize helmCharts
+    # and plugins (APIResourcesToStrings: `group/version` and `group/version/Kind`, sorted)
+    api_versions: tuple[str, ...] = ()
 
     def kustomize_flags(self) -> tuple[str, ...]:
         """`kustomize.buildOptions` to build with: the flags that run commands from the
@@ -83,6 +86,7 @@ def of(
     cmp_files: Sequence[Path] = (),
     allow_plugins: bool = False,
     kube_version: str = "",
+    api_versions: Iterable[str] = (),
 ) -> RenderConfig:
     """The render settings from argocd-cm and argocd-cmp-cm (any order, others ignored) and
     the `--cmp` files."""
@@ -121,6 +125,7 @@ def of(
         disabled=frozenset(disabled),
         kube_version=parse_kube_version(kube_version),
         broken_plugins=tuple(broken),
+        api_versions=tuple(sorted(set(api_versions))),
     )
 
 
@@ -129,3 +134,39 @@ def parse_kube_version(git_version: str) -> str:
     components of a server's gitVersion, `v1.31.2+k3s1` → `1.31.2`; "" when there is none."""
     match = re.match(r"^\s*v?(\d+(?:\.\d+)+)", git_version)
     return match.group(1) if match else ""
+
+
+def api_versions(rows: Iterable[Mapping[str, Any]]) -> list[str]:
+    """Argo CD's APIResourcesToStrings(resources, true) over discovery rows (`apiVersion`,
+    `kind`, `name`, `verbs`): for each kind its preferred version (Kubernetes' version priority)
+    among those that can be listed and watched (the cluster cache's resources), as
+    `group/version` and `group/version/Kind`, sorted. Subresources are left out."""
+    best: dict[tuple[str, str], tuple[tuple[int, int, int, str], str]] = {}
+    for row in rows:
+        group_version, kind = str(row.get("apiVersion") or ""), str(row.get("kind") or "")
+        verbs = {str(v) for v in row.get("verbs") or ()}
+        if not group_version or not kind or "/" in str(row.get("name") or ""):
+            continue
+        if verbs and not {"list", "watch"} <= verbs:
+            continue
+        group, _, version = group_version.rpartition("/")
+        rank = (_version_priority(version), group_version)
+        if (group, kind) not in best or rank < best[(group, kind)]:
+            best[(group, kind)] = rank
+    out: set[str] = set()
+    for (_, kind), (_, group_version) in best.items():
+        out.update((group_version, f"{group_version}/{kind}"))
+    return sorted(out)
+
+
+_VERSION = re.compile(r"^v(\d+)(?:(alpha|beta)(\d+))?$")
+
+
+def _version_priority(version: str) -> tuple[int, int, int, str]:
+    """Kubernetes version priority, highest first: v2, v1, v2beta1, v1beta1, v1alpha1, then
+    anything else alphabetically."""
+    match = _VERSION.match(version)
+    if match is None:
+        return (3, 0, 0, version)
+    major, stage, minor = match.groups()
+    return ({None: 0, "beta": 1, "alpha": 2}[stage], -int(major), -int(minor or 0), version)

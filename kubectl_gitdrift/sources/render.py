@@ -292,12 +292,17 @@ def detect_type(blocks: Mapping[str, Any], app_dir: Path, *, explicit_kind: str 
 
 
 def _kube_version_default(
-    options: Mapping[str, Any], conf: render_config.RenderConfig
+    options: Mapping[str, Any], conf: render_config.RenderConfig, api_versions: bool = True
 ) -> Mapping[str, Any]:
-    """GetKubeVersionOrDefault: the source's kubeVersion, else the destination cluster's."""
-    if options.get("kubeVersion") or not conf.kube_version:
-        return options
-    return {**options, "kubeVersion": conf.kube_version}
+    """GetKubeVersionOrDefault and GetAPIVersionsOrDefault: the source's kubeVersion and
+    apiVersions, else the destination cluster's (the API versions only where they reach helm:
+    `api_versions`)."""
+    out = dict(options)
+    if not options.get("kubeVersion") and conf.kube_version:
+        out["kubeVersion"] = conf.kube_version
+    if api_versions and not options.get("apiVersions") and conf.api_versions:
+        out["apiVersions"] = list(conf.api_versions)
+    return out
 
 
 def _explicit_type(blocks: Mapping[str, Any], explicit_kind: str) -> bool:
@@ -431,7 +436,7 @@ def _render_source(
         plugin_options = blocks.get("plugin") or {}
         plugin = cmp.select(
             conf.plugins, plugin_options, app_dir,
-            cmp.plugin_env(plugin_options, env, conf.kube_version),
+            cmp.plugin_env(plugin_options, env, conf.kube_version, conf.api_versions),
             conf.allow_plugins, path, conf.broken_plugins, tree=tree, workdir=workdir,
         )  # fmt: skip
         return part, cmp.generate(
@@ -443,18 +448,21 @@ def _render_source(
             workdir=workdir,
             allow=conf.allow_plugins,
             kube_version=conf.kube_version,
+            api_versions=conf.api_versions,
         )
     options = blocks.get(kind) or {}
     if kind == "kustomize":
         env = build_env(app, source, "" if sha == WORKING_TREE else sha)
         conf.check_kustomize_version(str(options.get("version") or ""), path)
+        flags = build_options or conf.kustomize_flags()
         objs = kustomize.build(
             tree,
             path,
-            _kube_version_default(options, conf),
+            # Argo CD passes the API versions to kustomize only with --enable-helm
+            _kube_version_default(options, conf, api_versions="--enable-helm" in " ".join(flags)),
             workdir=workdir,
             env=env,
-            build_options=build_options or conf.kustomize_flags(),
+            build_options=flags,
             revision=None if sha == WORKING_TREE else sha,
             cache=None if sha == WORKING_TREE else cache,
             cached_only=cached_only,
