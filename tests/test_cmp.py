@@ -231,6 +231,23 @@ def test_discovery_tries_plugins_in_socket_order(tmp_path: Path) -> None:
     assert cmp.discover(found, app, {}, True) is found[1]
 
 
+def test_discovery_file_name_is_a_plain_glob_and_find_glob_recurses(tmp_path: Path) -> None:
+    app = tmp_path / "app"
+    write(app, "a/b/values.enc.yaml")
+    write(app, ".sops.yaml")
+
+    def found(discover: dict[str, Any]) -> bool:
+        (plugin,) = plugins(plugin_doc(discover=discover))
+        return cmp.discover([plugin], app, {}, True) is plugin
+
+    # fileName is filepath.Glob: `**` is one `*`, and `*` matches dotfiles
+    assert not found({"fileName": "**/*.enc.yaml"})
+    assert found({"fileName": "*/*/*.enc.yaml"})
+    assert found({"fileName": "*.yaml"})
+    # find.glob is zglob: `**` crosses directories
+    assert found({"find": {"glob": "**/*.enc.yaml"}})
+
+
 def test_discovery_commands_run_on_a_copy_with_the_plugin_env(tmp_path: Path) -> None:
     tree = tmp_path / "repo"
     write(tree, "app/x.txt")

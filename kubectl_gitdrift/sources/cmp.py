@@ -27,6 +27,7 @@ bounded by the kustomize time-out and an output limit; its whole process group i
 
 from __future__ import annotations
 
+import glob
 import json
 import os
 import re
@@ -344,7 +345,9 @@ def _matches(
     """matchRepository: fileName, else find.glob, else find.command (exits 0 and prints
     anything)."""
     if plugin.discover_file_name:
-        return bool(directory.filepath_glob(str(app_dir.absolute() / plugin.discover_file_name)))
+        # Go's filepath.Glob: one directory level per segment (`**` is `*`), dotfiles match
+        pattern = str(app_dir.absolute() / plugin.discover_file_name)
+        return bool(glob.glob(pattern, include_hidden=True))  # noqa: PTH207 - not recursive
     if plugin.discover_glob:
         return bool(directory.filepath_glob(str(app_dir.absolute() / plugin.discover_glob)))
     if plugin.discover_command is not None:
