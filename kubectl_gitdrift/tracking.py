@@ -179,10 +179,12 @@ def _truncate_label(value: str) -> str:
 def is_hook(body: Mapping[str, Any]) -> bool:
     """Argo CD and Helm hooks (and Skip) are not compared and get no sync status."""
     annotations = _annotations(body)
-    if annotations.get("argocd.argoproj.io/hook"):
+    if not isinstance(annotations, Mapping):
+        return False
+    # gitops-engine's hook.IsHook: the annotation being there is what counts, even empty
+    if "argocd.argoproj.io/hook" in annotations:
         return True
-    helm_hook = str(annotations.get("helm.sh/hook") or "")
-    return bool(helm_hook) and helm_hook != "crd-install"
+    return "helm.sh/hook" in annotations and annotations["helm.sh/hook"] != "crd-install"
 
 
 # --------------------------------------------------------------------------- live side

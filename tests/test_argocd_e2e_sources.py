@@ -55,6 +55,23 @@ def test_a_hook_named_by_generate_name_is_a_manifest() -> None:
         yamlio.load_objects(HOOK.replace("generateName", "labels"), "hook.yaml")
 
 
+@pytest.mark.parametrize(
+    ("annotations", "hook"),
+    [
+        ({"argocd.argoproj.io/hook": "PreSync"}, True),
+        ({"argocd.argoproj.io/hook": ""}, True),  # present: gitops-engine's IsHook says hook
+        ({"argocd.argoproj.io/hook": "Skip"}, True),  # not a hook there, but never counted
+        ({"helm.sh/hook": "pre-install"}, True),
+        ({"helm.sh/hook": ""}, True),
+        ({"helm.sh/hook": "crd-install"}, False),
+        ({"argocd.argoproj.io/sync-wave": "1"}, False),
+    ],
+)
+def test_hooks_as_gitops_engine_tells_them(annotations: dict[str, str], hook: bool) -> None:
+    body = {"apiVersion": "v1", "kind": "Pod", "metadata": {"annotations": annotations}}
+    assert tracking.is_hook(body) is hook
+
+
 def test_generate_name_objects_never_collide_as_duplicates() -> None:
     # NormalizeTargetObjects keys them `<generateName><index>`
     app = application.parse_application(
