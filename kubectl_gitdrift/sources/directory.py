@@ -10,8 +10,10 @@ A YAML file that is not a manifest is skipped as Argo CD's `getObjsFromYAMLOrJSO
 its first document does not decode as a Kubernetes object (not a mapping, no `kind`, not YAML at
 all) and the file does not contain all of `apiVersion:`, `kind:` and `metadata:` (a Helm values
 file, a config file, a mkdocs.yml). After a valid object, a bad document is an error, and so is
-a bad file that looks like a manifest. A JSON object without `kind` is skipped too (Argo CD reads
-it as an OCI image manifest and adds nothing).
+a bad file that looks like a manifest. JSON files get no such leniency: Argo CD keeps a `*.json`
+object without `kind` as a manifest (3.1+ reads it as a possible OCI image manifest, then appends
+it anyway), and the controller then fails the whole comparison ("Object 'Kind' is missing"), so
+here it is an error naming the file (exclude it with `directory.exclude`).
 """
 
 from __future__ import annotations
@@ -154,6 +156,11 @@ def _glob_into(directory: Path, segments: Sequence[str], out: list[Path]) -> Non
 
 def _file_objects(data: bytes, repo_rel: str, is_json: bool) -> list[dict[str, Any]]:
     """The objects of one file, or none for a YAML/JSON file that is not a manifest."""
+    if is_json and not data.strip():
+        raise SourceError(
+            f"{repo_rel}: empty JSON file: Argo CD fails to unmarshal it (EOF)",
+            hint="leave the file out with spec.source.directory.exclude, or remove it",
+        )
     try:
         return yamlio.load_objects(data, repo_rel)
     except SourceError:
@@ -169,6 +176,14 @@ def _file_objects(data: bytes, repo_rel: str, is_json: bool) -> list[dict[str, A
             raise  # the first document is an object (a later one is bad, or a field is)
         if is_json and not isinstance(docs[0], Mapping):
             raise  # Argo CD: "Failed to unmarshal"
+        if is_json:
+            raise SourceError(
+                f"{repo_rel}: Object 'Kind' is missing: Argo CD reads every *.json file of a "
+                "directory source as a manifest, and its comparison fails on this one "
+                "(ComparisonError)",
+                hint="leave the file out with spec.source.directory.exclude, or move it out "
+                "of the source path",
+            ) from None
         return []
 
 
