@@ -685,8 +685,8 @@ def test_cli_nothing_from_a_snapshot_runs_without_allow_plugins(
     assert typed.exit_code == ExitCode.DRIFT, typed.stderr
     untyped = run_cli(["untyped", *base])
     assert untyped.exit_code == ExitCode.ERROR
-    assert "config management plugin finder (from argocd-cmp-cm (argocd) plugin-0.yaml) " \
-        "discovers sources by running `sh -c" in untyped.stderr  # fmt: skip
+    assert "source path app: config management plugin finder (from argocd-cmp-cm (argocd) " \
+        "plugin-0.yaml) discovers sources by running `sh -c" in untyped.stderr  # fmt: skip
     assert "--allow-plugins" in untyped.stderr
     assert not marker.exists(), "a command from the snapshot ran without --allow-plugins"
     allowed = run_cli(["untyped", *base, "--allow-plugins", "-o", "json"])

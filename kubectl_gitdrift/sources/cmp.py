@@ -148,6 +148,7 @@ def discover(
     *,
     tree: Path | None = None,
     workdir: Path | None = None,
+    display: str = "",
 ) -> Plugin | None:
     """The plugin that claims a source with no explicit type, as Argo CD's discovery does.
     `app_dir` is inside `tree` (the repository; default `app_dir`): a `find.command` runs on
@@ -160,7 +161,7 @@ def discover(
     )
     with _Copies(tree or app_dir, app_dir, workdir) as copies:
         for plugin in candidates:
-            if _matches(plugin, app_dir, env, allow, copies):
+            if _matches(plugin, app_dir, env, allow, copies, display):
                 return plugin
     return None
 
@@ -205,14 +206,16 @@ def select(
                 "the plugin has no version",
             )
         plugin = named[-1]
-        matched = discover([plugin], app_dir, env, allow, tree=tree, workdir=workdir)
+        matched = discover(
+            [plugin], app_dir, env, allow, tree=tree, workdir=workdir, display=display
+        )
         if plugin.has_discovery and matched is None:
             raise SourceError(
                 f"source path {display}: config management plugin {name} does not support "
                 "this source (its discovery rules do not match)"
             )
         return plugin
-    found = discover(plugins, app_dir, env, allow, tree=tree, workdir=workdir)
+    found = discover(plugins, app_dir, env, allow, tree=tree, workdir=workdir, display=display)
     if found is None:
         raise SourceError(
             f"source path {display}: no config management plugin supports this source "
@@ -340,7 +343,12 @@ def _command(raw: Any, where: str) -> Command | None:
 
 
 def _matches(
-    plugin: Plugin, app_dir: Path, env: Mapping[str, str], allow: bool, copies: _Copies
+    plugin: Plugin,
+    app_dir: Path,
+    env: Mapping[str, str],
+    allow: bool,
+    copies: _Copies,
+    display: str = "",
 ) -> bool:
     """matchRepository: fileName, else find.glob, else find.command (exits 0 and prints
     anything)."""
@@ -351,7 +359,7 @@ def _matches(
     if plugin.discover_glob:
         return bool(directory.filepath_glob(str(app_dir.absolute() / plugin.discover_glob)))
     if plugin.discover_command is not None:
-        _check_allowed(plugin, allow, "", what="discovers sources by running")
+        _check_allowed(plugin, allow, display, what="discovers sources by running")
         proc = process.run_bounded(
             plugin.discover_command.argv,
             cwd=copies.get()[1],

@@ -402,12 +402,11 @@ def _render_source(
             if cached_only and any(p.discover_command for p in conf.plugins):
                 raise CacheMiss(path)
             env = build_env(app, source, "" if sha == WORKING_TREE else sha)
-            if (
-                cmp.discover(
-                    conf.plugins, app_dir, env, conf.allow_plugins, tree=tree, workdir=workdir
-                )
-                is not None
-            ):
+            claimed = cmp.discover(
+                conf.plugins, app_dir, env, conf.allow_plugins, tree=tree, workdir=workdir,
+                display=path,
+            )  # fmt: skip
+            if claimed is not None:
                 kind = "plugin"
         if kind in conf.disabled:  # argocd-cm `<type>.enable: false`: plain YAML, as Argo CD
             kind = "directory"
