@@ -858,12 +858,12 @@ def build(args: argparse.Namespace) -> list[Archive]:
     fetch(groups, cache, offline=args.offline)
     log(f"every locked wheel is in {cache} ({time.monotonic() - started:.0f}s)")
     runner = locked_pip(lock, cache)
-    archives = []
     with tempfile.TemporaryDirectory(prefix="gitdrift-dist-") as tmp:
         work = Path(tmp)
         project = build_project_wheel(lock, cache, work, epoch)
         log(f"built {project.name} ({time.monotonic() - started:.1f}s)")
-        for name in args.platform:
+
+        def one(name: str) -> Archive | None:
             sites: dict[str, Path] = {}
             kept: list[str] = []
             for platform, python, entries in chosen:
@@ -885,7 +885,7 @@ def build(args: argparse.Namespace) -> list[Archive]:
             platform = PLATFORMS[name]
             if not sites:
                 log(f"dropping {platform.name}: no supported Python has wheels for it")
-                continue
+                return None
             bundle, installed = make_bundle(sites, version, platform, epoch)
             members = [
                 ("kubectl-gitdrift", bundle, 0o755),
@@ -904,12 +904,17 @@ def build(args: argparse.Namespace) -> list[Archive]:
                 bundle_bytes=len(bundle),
                 installed_bytes=installed,
             )
-            archives.append(archive)
             log(
                 f"{path.name}: {len(data) / 1e6:.1f} MB (executable {len(bundle) / 1e6:.1f} MB; "
                 f"Pythons {', '.join(archive.pythons)}; schemas {', '.join(kept)}; "
                 f"{time.monotonic() - started:.0f}s)"
             )
+            return archive
+
+        # platforms in parallel (pip runs as a process; zlib lets go of the GIL); each
+        # archive depends only on its own inputs, so the order they finish in changes nothing
+        with concurrent.futures.ThreadPoolExecutor(max(1, args.jobs)) as pool:
+            archives = [a for a in pool.map(one, args.platform) if a is not None]
     if not archives:
         raise BuildError("no platform could be built")
     write_manifest(args.manifest, version, archives)
@@ -978,7 +983,11 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         help="keep the schemas of the newest N Kubernetes minors (default: 6)",
     )
     parser.add_argument(
-        "--jobs", type=int, default=4, metavar="N", help="parallel resolutions for --make-lock"
+        "--jobs",
+        type=int,
+        default=4,
+        metavar="N",
+        help="parallel resolutions (--make-lock) or platform builds (default: 4)",
     )
     args = parser.parse_args(argv)
     if args.make_lock and (args.platform or args.python):
