@@ -14,7 +14,7 @@ what a real API server returns after Argo CD applied the render client-side
 (``kubectl apply --field-manager=argocd-controller``): server defaults, status, uid,
 resourceVersion, generation, managedFields (argocd-controller, kube-controller-manager's status
 entry), the last-applied-configuration and tracking-id annotations (modelled on
-shared/reference/apiserver/incident-0*.json). Untracked noise a real export has is there too: one
+testdata/apiserver/incident-0*.json). Untracked noise a real export has is there too: one
 ReplicaSet per Deployment (owned, carrying the copied tracking-id) and ``kube-root-ca.crt`` per
 namespace. A seeded few percent of objects drifted the ways people drift them: ``kubectl scale``
 (manager kubectl, /scale, no time), ``kubectl edit`` (kubectl-edit), ``kubectl set image``

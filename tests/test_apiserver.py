@@ -1,7 +1,7 @@
 """The loopback API server fixture, driven by real kr8s, raw httpx and (if present) kubectl.
 
 Bodies are compared with the recordings from a real kube-apiserver v1.33.5
-(``shared/reference/apiserver``) wherever one exists.
+(``testdata/apiserver``) wherever one exists.
 """
 
 from __future__ import annotations
