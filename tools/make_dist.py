@@ -244,6 +244,7 @@ _PIP_LOCAL = {
     "PIP_REQUIRE_HASHES",
     "PIP_ONLY_BINARY",
     "PIP_NO_BINARY",
+    "PIP_REQUIRE_VIRTUALENV",
     "PYTHONPATH",
 }
 
@@ -317,7 +318,10 @@ def _resolve(requirements: Sequence[str], target: Sequence[str], work: Path) -> 
         "--target", str(work / "target"), *target, "-r", str(work / "requirements.txt"),
     )  # fmt: skip
     if result.returncode != 0:
-        raise Unavailable(_missing(result.stdout + result.stderr))
+        output = result.stdout + result.stderr
+        if "No matching distribution found" in output or "ResolutionImpossible" in output:
+            raise Unavailable(_missing(output))
+        raise BuildError(f"pip could not resolve {' '.join(target)}:\n{output}")  # the network?
     entries = []
     for item in json.loads(report.read_text())["install"]:
         info = item["download_info"]
