@@ -313,6 +313,26 @@ def test_tarball_and_zip_are_reproducible() -> None:
     assert zipped == make_dist._zip_bytes({"x/y.py": (b"print()", 0o644)}, 1_700_000_000)
 
 
+def test_prune_drops_what_names_the_build_machine(tmp_path: Path) -> None:
+    """Scripts carry the building interpreter's path in their shebang: they go, and so do their
+    RECORD rows, so the archive does not depend on which Python ran the build."""
+    site = tmp_path / "site"
+    info = site / "x-1.0.dist-info"
+    info.mkdir(parents=True)
+    (site / "bin").mkdir()
+    (site / "bin" / "x").write_text("#!/some/venv/bin/python\n")
+    (site / "x.py").write_text("")
+    (info / "direct_url.json").write_text('{"url": "file:///build/x.whl"}')
+    (info / "RECORD").write_text(
+        "../../bin/x,sha256=abc,24\nx.py,sha256=def,0\nx-1.0.dist-info/direct_url.json,,\n"
+        "x-1.0.dist-info/RECORD,,\n"
+    )
+    _make_dist().prune(site)
+    assert not (site / "bin").exists()
+    assert not (info / "direct_url.json").exists()
+    assert (info / "RECORD").read_text() == "x.py,sha256=def,0\nx-1.0.dist-info/RECORD,,\n"
+
+
 def _bdist_wheel_available() -> bool:
     try:
         version = importlib.metadata.version("setuptools")
