@@ -619,6 +619,32 @@ def test_the_cluster_api_versions_reach_helm_unless_the_app_sets_some(tmp_path: 
     assert kinds({"apiVersions": ["v1"]}, API_RESOURCES) == ["ConfigMap"]  # the app's win
 
 
+@needs_helm
+@needs_kustomize
+def test_the_cluster_api_versions_reach_helm_charts_only_with_enable_helm(tmp_path: Path) -> None:
+    from kubectl_gitdrift.sources.render import render
+
+    _helm_chart_tree(tmp_path)
+    write(
+        tmp_path,
+        "app/charts/mini/templates/monitor.yaml",
+        '{{- if .Capabilities.APIVersions.Has "monitoring.coreos.com/v1/ServiceMonitor" }}\n'
+        "apiVersion: monitoring.coreos.com/v1\nkind: ServiceMonitor\nmetadata: {name: web}\n"
+        "spec: {}\n{{- end }}\n",
+    )
+    app = _hydrated({"drySource": {"repoURL": "x"}, "syncSource": {"path": "app",
+                     "targetBranch": "main"}})  # fmt: skip
+    argocd_cm = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": "argocd-cm", "namespace": "argocd"},
+        "data": {"kustomize.buildOptions": "--enable-helm"},
+    }
+    config = render_config.of([argocd_cm], api_versions=render_config.api_versions(API_RESOURCES))
+    rendered = render(app, tmp_path, local=True, workdir=tmp_path / "w", config=config)
+    assert sorted(m.key.kind for m in rendered.manifests) == ["ConfigMap", "ServiceMonitor"]
+
+
 def test_the_cluster_api_versions_reach_plugins(tmp_path: Path) -> None:
     from kubectl_gitdrift.sources import cmp
 
