@@ -24,7 +24,10 @@ Every expensive thing runs once, so the default run fits issue #8's 10 minutes:
 - (c) 2,500 / 5,000 / 10,000 objects in one app, for memory and scaling: kustomize (super-linear,
   many minutes at this size) is replaced by a stand-in returning the YAML kustomize prints for the
   overlay (``generate.render_overlay``, checked identical by ``generate.py --verify``).
-- live: the test that asserts one LIST per kind and namespace and no per-object GET.
+- live: the test that asserts one LIST per kind and namespace and no per-object GET, then
+  bench/live.py (issue 18): a live run over 400 objects against the raw LIST of the same objects
+  through the same loopback API server (``kubectl get``; a Python httpx LIST), and ``kubectl
+  gitdrift version``, interleaved, medians of LIVE_ROUNDS.
 
 Every subprocess has a timeout (TIMEOUTS, scaled by ``--timeout-factor``); one that blows it is
 killed with its process group, recorded, and the run goes on. Wall times move with the machine's
@@ -76,6 +79,7 @@ TIMEOUTS: dict[str, float] = {
     "scaling": 240,  # one size of the scaling runs
     "rss": 60,  # json.loads of a snapshot, for its peak RSS
     "live": 180,  # the LIST-not-GET test
+    "live-ratio": 420,  # bench/live.py: 400 objects vs a raw LIST, version (~1.5 min quiet)
     "git": 120,  # cloning a fixture repo for the kustomize baselines
     "fixture": 600,  # generating one fixture (~25 s for the largest)
 }
@@ -85,6 +89,8 @@ STAND_IN_FILE = "kustomize-output.yaml"
 identical by `generate.py --verify`): the scaling runs' stand-in for running kustomize."""
 SCALING = ("one-app-2500", "one-app-5000", "one-app-10000")
 LIVE_TEST = "tests/test_live.py::test_lists_once_per_kind_and_namespace"
+LIVE_ROUNDS = 5
+LIVE_APP = "now: gitdrift perf (live)"
 
 # (label, module, attribute): the phases timed inside the CLI child, in display order; labels
 # are indented under the phase that calls them; "a|b" times whichever of the names exist.
@@ -787,6 +793,23 @@ class Bench:
         last = (proc.stdout.decode(errors="replace").strip().splitlines() or [""])[-1]
         self.results["live"] = {"process": proc.dump(), "summary": last, "test": LIVE_TEST}
         self.log(f"  {proc.brief()}: {last}")
+        self.log(f"live: bench/live.py --rounds {LIVE_ROUNDS} (400 objects, raw LIST, version) ...")
+        out = self.out / "live.json"
+        out.unlink(missing_ok=True)
+        cmd = [
+            sys.executable,
+            str(HERE / "live.py"),
+            "--rounds",
+            str(LIVE_ROUNDS),
+            "--out",
+            str(out),
+        ]
+        proc = spawn(cmd, timeout=self.timeout("live-ratio"), cwd=ROOT)
+        ratio: dict[str, Any] = {"process": proc.dump()}
+        if proc.ok() and proc.rc == 0 and out.is_file():
+            ratio.update(json.loads(out.read_text(encoding="utf-8")))
+        self.results["live-ratio"] = ratio
+        self.log(f"  {proc.brief()}")
 
 
 def _check_brief(run: dict[str, Any]) -> str:
@@ -1240,6 +1263,7 @@ def verdicts(results: dict[str, Any], total: float) -> list[Verdict]:
             None if not live or lp.get("timed_out") or lp.get("error") else lp.get("rc") == 0,
         )
     )
+    out.extend(_live_verdicts(results.get("live-ratio") or {}))
     checks = _all_checks(results)
     out.append(
         Verdict(
@@ -1261,6 +1285,37 @@ def verdicts(results: dict[str, Any], total: float) -> list[Verdict]:
         )
     )
     return out
+
+
+def _live_verdicts(res: dict[str, Any]) -> list[Verdict]:
+    """Issue 18: a live run over 400 objects against the raw LIST (kubectl get, the floor any
+    live tool pays; else a Python httpx LIST), and `kubectl gitdrift version` (medians)."""
+    med = res.get("median") or {}
+    live = med.get(LIVE_APP)
+    kget = med.get("kubectl get cm,deploy -o json")
+    raw = med.get("raw LIST (python + httpx, json)")
+    floor, name = (kget, "kubectl get") if kget else (raw, "httpx LIST")
+    version = med.get("kubectl-gitdrift version (script)")
+    return [
+        Verdict(
+            "6. live, 400 objects <= 2x the raw LIST of them (wall, median)",
+            _sec(live["wall"]) if live else "-",
+            f"{floor['wall']:.3f} s {name}" if floor else "-",
+            _x(live["wall"], floor["wall"]) if live and floor else "-",
+            None if not live or not floor else live["wall"] <= 2 * floor["wall"],
+        ),
+        Verdict(
+            "7. kubectl gitdrift version < 0.12 s (wall, median)",
+            _sec(version["wall"]) if version else "-",
+            f"{med['python -c pass']['wall']:.3f} s python -c pass"
+            if "python -c pass" in med
+            else "-",
+            _x(version["wall"], med["python -c pass"]["wall"])
+            if version and "python -c pass" in med
+            else "-",
+            None if not version else version["wall"] < 0.12,
+        ),
+    ]
 
 
 def _all_checks(results: dict[str, Any]) -> list[bool]:
