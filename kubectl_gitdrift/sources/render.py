@@ -292,15 +292,18 @@ def detect_type(blocks: Mapping[str, Any], app_dir: Path, *, explicit_kind: str 
 
 
 def _kube_version_default(
-    options: Mapping[str, Any], conf: render_config.RenderConfig, api_versions: bool = True
+    options: Mapping[str, Any], conf: render_config.RenderConfig, helm: bool = True
 ) -> Mapping[str, Any]:
     """GetKubeVersionOrDefault and GetAPIVersionsOrDefault: the source's kubeVersion and
-    apiVersions, else the destination cluster's (the API versions only where they reach helm:
-    `api_versions`)."""
+    apiVersions, else the destination cluster's, where they reach helm (`helm`: a kustomize
+    build passes them only with --enable-helm, so other builds, and their cache keys, keep the
+    source's own options)."""
+    if not helm:
+        return options
     out = dict(options)
     if not options.get("kubeVersion") and conf.kube_version:
         out["kubeVersion"] = conf.kube_version
-    if api_versions and not options.get("apiVersions") and conf.api_versions:
+    if not options.get("apiVersions") and conf.api_versions:
         out["apiVersions"] = list(conf.api_versions)
     return out
 
@@ -457,8 +460,8 @@ def _render_source(
         objs = kustomize.build(
             tree,
             path,
-            # Argo CD passes the API versions to kustomize only with --enable-helm
-            _kube_version_default(options, conf, api_versions="--enable-helm" in " ".join(flags)),
+            # Argo CD passes the cluster's versions to kustomize only with --enable-helm
+            _kube_version_default(options, conf, helm="--enable-helm" in " ".join(flags)),
             workdir=workdir,
             env=env,
             build_options=flags,
