@@ -318,6 +318,22 @@ def test_generate_runs_init_then_generate_on_a_copy(tmp_path: Path) -> None:
     assert list((tmp_path / "work").iterdir()) == [], "the scratch copy is left behind"
 
 
+def test_file_modes_are_the_sidecars_unless_preserve_file_mode(tmp_path: Path) -> None:
+    # files.Untgz: 0644 files and 0755 directories, unless spec.preserveFileMode
+    tree = tmp_path / "repo"
+    script = write(tree, "app/render.sh", "#!/bin/sh\n" + CONFIGMAP + "by-script ok\n")
+    script.chmod(0o755)
+    (plain,) = plugins(plugin_doc(generate="./render.sh"))
+    with pytest.raises(SourceError, match=r"generate `sh -c ./render.sh` failed \(exit 126\)"):
+        generate(plain, tree)
+    doc = plugin_doc(generate="./render.sh")
+    doc["spec"]["preserveFileMode"] = True
+    (preserving,) = plugins(doc)
+    (manifest,) = generate(preserving, tree)
+    assert manifest.body["metadata"]["name"] == "by-script"
+    assert script.stat().st_mode & 0o777 == 0o755, "the repository's own file changed"
+
+
 def test_a_plugin_from_cluster_state_is_not_run_unless_allowed(tmp_path: Path) -> None:
     tree = tmp_path / "repo"
     marker = tmp_path / "ran"

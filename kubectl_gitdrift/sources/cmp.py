@@ -81,6 +81,7 @@ class Plugin:
     discover_command: Command | None = None
     origin: str = ""  # where the definition came from, for messages
     trusted: bool = False  # named on the command line (--cmp FILE)
+    preserve_file_mode: bool = False  # spec.preserveFileMode: the repository's modes, +x kept
 
     @property
     def full_name(self) -> str:
@@ -242,7 +243,7 @@ def generate(
     _check_allowed(plugin, allow, display)
     env = plugin_env(options, build_env, kube_version, api_versions)
     with _Copies(tree, tree if display == "." else tree / display, workdir) as copies:
-        repo, app_dir = copies.get()
+        repo, app_dir = copies.get(plugin.preserve_file_mode)
         deadline = time.monotonic() + kustomize_timeout()
         if plugin.init is not None:
             _run(plugin, "init", plugin.init, app_dir, env, deadline, repo, display)
@@ -330,6 +331,7 @@ def _plugin(doc: Mapping[str, Any], where: str, *, trusted: bool) -> Plugin:
         discover_command=_command(find, f"{where}: {name} spec.discover.find"),
         origin=where,
         trusted=trusted,
+        preserve_file_mode=spec.get("preserveFileMode") is True,
     )
 
 
@@ -362,7 +364,7 @@ def _matches(
         _check_allowed(plugin, allow, display, what="discovers sources by running")
         proc = process.run_bounded(
             plugin.discover_command.argv,
-            cwd=copies.get()[1],
+            cwd=copies.get(plugin.preserve_file_mode)[1],
             env={**os.environ, **env},
             timeout=kustomize_timeout(),
             what=f"config management plugin {plugin.full_name} discover.find.command",
@@ -375,15 +377,18 @@ def _matches(
 
 
 class _Copies:
-    """A scratch copy of the repository, made when first asked for (`get`: the copy and the
-    source directory in it) and removed on exit: plugin commands never run in the user's
+    """Scratch copies of the repository, one per command that needs one (`get`: the copy and
+    the source directory in it; the copy before it is removed), as the sidecar gets a fresh
+    archive for each request; all removed on exit: plugin commands never run in the user's
     checkout or in the cache. A symlink that leaves the repository (absolute, or `..` past its
     root) is refused first, as the repo-server's CheckOutOfBoundsSymlinks does: through it a
-    command would write outside the copy."""
+    command would write outside the copy. File modes are the sidecar's: 0644 files and 0755
+    directories unless the plugin sets preserveFileMode."""
 
     def __init__(self, tree: Path, app_dir: Path, workdir: Path | None) -> None:
         self.tree, self.app_dir, self.workdir = tree, app_dir, workdir
         self.scratch: Path | None = None
+        self.checked = False
 
     def __enter__(self) -> _Copies:  # noqa: PYI034 - final class
         return self
@@ -391,16 +396,26 @@ class _Copies:
     def __exit__(self, *exc: object) -> None:
         if self.scratch is not None:
             shutil.rmtree(self.scratch, ignore_errors=True)
+            self.scratch = None
 
-    def get(self) -> tuple[Path, Path]:
-        if self.scratch is None:
+    def get(self, preserve_file_mode: bool) -> tuple[Path, Path]:
+        if not self.checked:
             _check_symlinks(self.tree)
-            if self.workdir is not None:
-                self.workdir.mkdir(parents=True, exist_ok=True)
-            self.scratch = Path(tempfile.mkdtemp(prefix="cmp-", dir=self.workdir))
-            repo = self.scratch / "repo"
-            shutil.copytree(self.tree, repo, symlinks=True, ignore=shutil.ignore_patterns(".git"))
+            self.checked = True
+        self.__exit__()
+        if self.workdir is not None:
+            self.workdir.mkdir(parents=True, exist_ok=True)
+        self.scratch = Path(tempfile.mkdtemp(prefix="cmp-", dir=self.workdir))
         repo = self.scratch / "repo"
+        shutil.copytree(self.tree, repo, symlinks=True, ignore=shutil.ignore_patterns(".git"))
+        if not preserve_file_mode:  # files.Untgz without preserveFileMode
+            for current, dirs, files in os.walk(repo):
+                for name in dirs:
+                    if not (Path(current) / name).is_symlink():
+                        (Path(current) / name).chmod(0o755)
+                for name in files:
+                    if not (Path(current) / name).is_symlink():
+                        (Path(current) / name).chmod(0o644)
         return repo, repo / self.app_dir.relative_to(self.tree)
 
 
