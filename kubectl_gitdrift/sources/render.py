@@ -627,9 +627,7 @@ def _check_repo_urls(sources: list[AppSource], top: Path, repo_root: Path, local
         if len(fields) >= 2:
             remotes.add(_normalize_url(fields[1]))
     missing = sorted(
-        s.repo_url
-        for s in sources
-        if s.repo_url and _normalize_url(s.repo_url) not in remotes
+        s.repo_url for s in sources if s.repo_url and _normalize_url(s.repo_url) not in remotes
     )
     if missing and not local:
         raise SourceError(
