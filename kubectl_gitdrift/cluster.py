@@ -292,7 +292,8 @@ class Cluster:
             raise ClusterError(
                 f"cannot load {context} kubeconfig {where}: {exc}",
                 hint="check --kubeconfig/--context (kubectl config get-contexts), "
-                "or pass --snapshot PATH to work offline",
+                "or pass --snapshot PATH to work offline (in a pod without a kubeconfig, "
+                "the pod's service account is used)",
             ) from None
         self._api = api
         api.timeout = cfg.timeout
