@@ -47,6 +47,7 @@ def _app(app: model.AppReport) -> dict[str, Any]:
             "revision": app.revision,
             "source": app.source,
         },
+        "strategy": {"name": app.strategy.value, "reason": app.strategy_reason or None},
         "resources": [_resource(d) for d in app.resources],
         "findings": [_finding(f) for f in app.findings],
         "remedies": [_remedy(r) for r in app.remedies],
@@ -188,6 +189,8 @@ def _text_app(app: model.AppReport, show_suppressed: bool, palette: color.Palett
             else ""
         ),
         f"Source: {app.source}",
+        f"Diff: {app.strategy.value}"
+        + (f" ({app.strategy_reason})" if app.strategy_reason else ""),
     ]
     spec = app.application
     if spec is not None:
