@@ -39,6 +39,7 @@ from kubectl_gitdrift import (  # noqa: E402
     plugins,
     schema,
     snapshot,
+    workflow,
 )
 from kubectl_gitdrift.compare import smd  # noqa: E402
 
@@ -135,7 +136,7 @@ def main(argv: list[str] | None = None) -> int:
     state = snapshot.load(fixture / "snapshot.json")
     body = state.applications[0]
     app = application.parse_application(body)
-    settings = application.parse_settings(state.argocd_cm)
+    settings = workflow.settings_of(state)
     rendered = generate.render_overlay(app.name, scenario.units)
     desired = [model.Manifest(model.ObjectKey.of(b), b, "apps/overlay") for b in rendered]
     pm = plugins.make_plugin_manager(entry_points=False)

@@ -165,15 +165,30 @@ def ignore_rule(raw: Mapping[str, Any], *, origin: str, rule_id: str) -> model.I
 # --------------------------------------------------------------------------- argocd-cm
 
 
+PARAMS_CM = "argocd-cmd-params-cm"
+"""The ConfigMap behind the Argo CD components' command-line flags (the controller's
+`--server-side-diff-enabled` is its `controller.diff.server.side`)."""
+
+
 def is_argocd_cm(body: Mapping[str, Any]) -> bool:
     metadata = _map(body.get("metadata"))
     return body.get("kind") == "ConfigMap" and metadata.get("name") == "argocd-cm"
 
 
-def parse_settings(configmap: Mapping[str, Any] | None) -> model.Settings:
-    """Comparison and tracking settings from argocd-cm (Argo CD's defaults when None)."""
+def is_params_cm(body: Mapping[str, Any]) -> bool:
+    metadata = _map(body.get("metadata"))
+    return body.get("kind") == "ConfigMap" and metadata.get("name") == PARAMS_CM
+
+
+def parse_settings(
+    configmap: Mapping[str, Any] | None, params: Mapping[str, Any] | None = None
+) -> model.Settings:
+    """Comparison and tracking settings from argocd-cm (Argo CD's defaults when None), and the
+    controller's flags from argocd-cmd-params-cm (`params`), where Argo CD reads them."""
+    params_data = {str(k): str(v) for k, v in _map((params or {}).get("data")).items()}
+    server_side_diff = params_data.get("controller.diff.server.side", "").strip().lower() == "true"
     if configmap is None:
-        return model.Settings()
+        return model.Settings(server_side_diff=server_side_diff)
     data = {str(k): str(v) for k, v in _map(configmap.get("data")).items()}
     name = f"argocd-cm ({_map(configmap.get('metadata')).get('namespace') or 'argocd'})"
     method = data.get("application.resourceTrackingMethod", "").strip() or "annotation"
@@ -198,7 +213,7 @@ def parse_settings(configmap: Mapping[str, Any] | None) -> model.Settings:
         reconciliation_timeout=data.get("timeout.reconciliation", "").strip() or "120s",
         from_configmap=True,
         controller_namespace=str(_map(configmap.get("metadata")).get("namespace") or "argocd"),
-        server_side_diff=data.get("controller.diff.server.side", "").strip().lower() == "true",
+        server_side_diff=server_side_diff,
     )
 
 

@@ -308,7 +308,7 @@ def _evaluate(
             state = snapshot.load(args.snapshot)
             gc.freeze()  # the parsed snapshot lives all run: keep the cyclic GC off it
             bodies = workflow.select_offline(state, args, [args.app] if args.app else [])
-            settings = application.parse_settings(state.argocd_cm)
+            settings = workflow.settings_of(state)
             targets = workflow.prepare(
                 bodies,
                 settings,
@@ -326,7 +326,7 @@ def _evaluate(
             state, targets = workflow.gather_live(
                 args, [args.app] if args.app else [], Path(workdir), progress, err
             )
-            settings = application.parse_settings(state.argocd_cm)
+            settings = workflow.settings_of(state)
             mode = "live"
         _warn_unreadable(state, err)
         if not args.all:

@@ -208,7 +208,7 @@ class Settings:
     reconciliation_timeout: str = "120s"
     from_configmap: bool = False
     controller_namespace: str = "argocd"
-    server_side_diff: bool = False  # controller.diff.server.side: Server-Side Diff for every app
+    server_side_diff: bool = False  # argocd-cmd-params-cm controller.diff.server.side: every app
 
 
 class DiffStrategy(str, enum.Enum):

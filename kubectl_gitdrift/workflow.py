@@ -164,6 +164,21 @@ def cluster_api_versions(rows: Iterable[Mapping[str, Any]]) -> list[str]:
     return source_config.api_versions(rows)
 
 
+def settings_of(state: snapshot.ClusterState) -> model.Settings:
+    """Argo CD's settings as the state holds them: argocd-cm, and the controller's flags from
+    argocd-cmd-params-cm in the same namespace (Argo CD's own namespace)."""
+    namespace = ((state.argocd_cm or {}).get("metadata") or {}).get("namespace") or "argocd"
+    params = next(
+        (
+            m.body
+            for m in state.objects
+            if application.is_params_cm(m.body) and m.key.namespace == namespace
+        ),
+        None,
+    )
+    return application.parse_settings(state.argocd_cm, params)
+
+
 def render_configmaps(state: snapshot.ClusterState) -> list[model.Body]:
     """argocd-cm and argocd-cmp-cm (config management plugins) from a snapshot, for rendering,
     and the AppProjects (their sourceRepos govern chart repositories)."""
@@ -567,7 +582,8 @@ def gather_live(
         progress(f"connected to {kc.where}")
         bodies, argocd_docs, unreadable, notes = _live_argocd(kc, args, names)
         settings = application.parse_settings(
-            next((d for d in argocd_docs if application.is_argocd_cm(d)), None)
+            next((d for d in argocd_docs if application.is_argocd_cm(d)), None),
+            next((d for d in argocd_docs if application.is_params_cm(d)), None),
         )
         targets = prepare(
             bodies,
@@ -759,14 +775,14 @@ def _live_argocd(
     cm_kind = kc.discovery.find("", "ConfigMap")
     project_kind = kc.discovery.find("argoproj.io", "AppProject")
     extra = []
+    # Argo CD's settings ConfigMaps by one LIST of the namespace (never one request per object):
+    # argocd-cm, argocd-cmd-params-cm (the controller's flags), and argocd-cmp-cm only to run
+    # its plugins (--allow-plugins).
+    wanted_cms = {"argocd-cm", application.PARAMS_CM}
+    if getattr(args, "allow_plugins", False):
+        wanted_cms.add("argocd-cmp-cm")
     if cm_kind is not None:
-        extra.append(
-            cluster.Query(cm_kind, controller_ns, field_selector="metadata.name=argocd-cm")
-        )
-        if getattr(args, "allow_plugins", False):  # plugin definitions are read only to run them
-            extra.append(
-                cluster.Query(cm_kind, controller_ns, field_selector="metadata.name=argocd-cmp-cm")
-            )
+        extra.append(cluster.Query(cm_kind, controller_ns))
     if project_kind is not None:
         extra.append(cluster.Query(project_kind, controller_ns))
     results = kc.fetch([*queries, *extra])
@@ -808,12 +824,18 @@ def _live_argocd(
                 (model.ObjectKey(res.query.kind.group, res.query.kind.kind, controller_ns, ""),
                  res.error)
             )  # fmt: skip
-            if res.query.kind.kind == "ConfigMap" and "argocd-cmp-cm" in str(
-                res.query.field_selector
-            ):
-                notes.append("argocd-cmp-cm could not be read: only --cmp plugins are known")
-            elif res.query.kind.kind == "ConfigMap":
-                notes.append("argocd-cm could not be read: Argo CD's default settings are assumed")
+            if res.query.kind.kind == "ConfigMap":
+                notes.append(
+                    "argocd-cm could not be read: Argo CD's default settings are assumed "
+                    "(Server-Side Diff off unless an app turns it on)"
+                )
+                if "argocd-cmp-cm" in wanted_cms:
+                    notes.append("argocd-cmp-cm could not be read: only --cmp plugins are known")
+            continue
+        if res.query.kind.kind == "ConfigMap":
+            argocd_docs.extend(
+                i for i in res.items if (i.get("metadata") or {}).get("name") in wanted_cms
+            )
             continue
         argocd_docs.extend(res.items)
     return bodies, argocd_docs, unreadable, notes

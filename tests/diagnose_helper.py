@@ -36,7 +36,7 @@ def diagnose(
     body = state.find_application(app_name, "argocd")
     assert body is not None
     app = application.parse_application(body)
-    settings = application.parse_settings(state.argocd_cm)
+    settings = workflow.settings_of(state)
     with tempfile.TemporaryDirectory(prefix="gitdrift-test-") as workdir:
         rendered = source_render.render(app, repo, local=local, workdir=Path(workdir))
         inputs = engine.Inputs(

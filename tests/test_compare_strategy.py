@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from kubectl_gitdrift import application, compare, model, remedies
+from tests.apiserver import kube_apiserver  # noqa: F401 - the fixture
 from tests.conftest import TESTDATA
 
 LEGACY = model.DiffStrategy.LEGACY
@@ -39,7 +40,19 @@ def _app(
 def _settings(server_side: str | None = None) -> model.Settings:
     data = {} if server_side is None else {"controller.diff.server.side": server_side}
     cm = {"kind": "ConfigMap", "metadata": {"name": "argocd-cm", "namespace": "argocd"}}
-    return application.parse_settings({**cm, "data": data})
+    params = {"kind": "ConfigMap", "metadata": {"name": "argocd-cmd-params-cm"}, "data": data}
+    return application.parse_settings({**cm, "data": {}}, params)
+
+
+def test_server_side_diff_flag_is_read_where_argo_cd_reads_it() -> None:
+    """The controller's --server-side-diff-enabled comes from argocd-cmd-params-cm; the same key
+    in argocd-cm changes nothing in Argo CD, so it changes nothing here."""
+    key = {"controller.diff.server.side": "true"}
+    cm = {"kind": "ConfigMap", "metadata": {"name": "argocd-cm"}, "data": key}
+    assert application.parse_settings(cm).server_side_diff is False
+    params = {"kind": "ConfigMap", "metadata": {"name": "argocd-cmd-params-cm"}, "data": key}
+    assert application.parse_settings(None, params).server_side_diff is True
+    assert application.parse_settings(cm, params).server_side_diff is True
 
 
 @pytest.mark.parametrize(
@@ -57,7 +70,7 @@ def _settings(server_side: str | None = None) -> model.Settings:
             SSD,
             "compare-options ServerSideDiff=true",
         ),
-        ((), None, "true", SSD, "argocd-cm controller.diff.server.side=true"),
+        ((), None, "true", SSD, "argocd-cmd-params-cm controller.diff.server.side=true"),
         (
             ("ServerSideApply=true",),
             "ServerSideDiff=false",
@@ -150,3 +163,65 @@ def test_a_resource_synced_server_side_by_its_own_annotation_is_reverted_server_
         r for r in remedies.recommend(_app(), [drift], []) if r.kind is model.RemedyKind.REVERT
     )
     assert revert.commands[0].startswith("argocd app sync a --server-side ")
+
+
+# --------------------------------------------------------------------------- argocd-cmd-params-cm
+
+
+PARAMS_CM = {
+    "apiVersion": "v1",
+    "kind": "ConfigMap",
+    "metadata": {"name": "argocd-cmd-params-cm", "namespace": "argocd"},
+    "data": {"controller.diff.server.side": "true"},
+}
+
+
+def _incident_with(*extra: dict[str, Any]) -> list[dict[str, Any]]:
+    import yaml
+
+    items: list[dict[str, Any]] = yaml.safe_load(
+        (TESTDATA / "incident" / "snapshot.yaml").read_text()
+    )["items"]
+    return [*items, *extra]
+
+
+def test_params_configmap_turns_server_side_diff_on_offline(
+    run_cli: Callable[..., Any], build_repo: Callable[[Path], Path], tmp_path: Path
+) -> None:
+    import yaml
+
+    repo = build_repo(TESTDATA / "incident" / "repo-src")
+    for extra, name in (((), "legacy"), ((PARAMS_CM,), "server-side-diff")):
+        snap = tmp_path / f"{name}.yaml"
+        snap.write_text(
+            yaml.safe_dump({"kind": "List", "apiVersion": "v1", "items": _incident_with(*extra)})
+        )
+        result = run_cli(
+            ["guestbook", "--snapshot", str(snap), "--repo-root", str(repo), "-o", "json"]
+        )
+        assert result.exit_code == 1, result.stderr
+        strategy = json.loads(result.stdout)["applications"][0]["strategy"]
+        assert strategy["name"] == name
+    assert strategy["reason"] == "argocd-cmd-params-cm controller.diff.server.side=true"
+
+
+@pytest.mark.cluster
+def test_params_configmap_is_read_live_and_exported(
+    kube_apiserver: Any,  # noqa: F811
+    run_cli: Callable[..., Any],
+    build_repo: Callable[[Path], Path],
+    tmp_path: Path,
+) -> None:
+    server = kube_apiserver(_incident_with(PARAMS_CM))
+    repo = build_repo(TESTDATA / "incident" / "repo-src")
+    live = ["guestbook", "--kubeconfig", str(server.kubeconfig_path), "--repo-root", str(repo)]
+    result = run_cli([*live, "-o", "json"])
+    assert result.exit_code == 1, result.stderr
+    assert json.loads(result.stdout)["applications"][0]["strategy"]["name"] == "server-side-diff"
+    export = tmp_path / "export.json"
+    assert run_cli(["snapshot", "guestbook", "-o", str(export), "--kubeconfig",
+                    str(server.kubeconfig_path)]).exit_code == 0  # fmt: skip
+    replay = run_cli(
+        ["guestbook", "--snapshot", str(export), "--repo-root", str(repo), "-o", "json"]
+    )
+    assert json.loads(replay.stdout)["applications"][0]["strategy"]["name"] == "server-side-diff"

@@ -2,7 +2,8 @@
 
 Argo CD (controller/state.go, gitops-engine pkg/diff) picks, per app:
 
-- **server-side-diff** when argocd-cm / the controller sets `controller.diff.server.side: "true"`
+- **server-side-diff** when argocd-cmd-params-cm sets `controller.diff.server.side: "true"` (the
+  controller's `--server-side-diff-enabled`)
   or the Application's `argocd.argoproj.io/compare-options` annotation holds
   `ServerSideDiff=true`; `ServerSideDiff=false` there turns it off for that app.
   `IncludeMutationWebhook=true` keeps the fields mutating webhooks added.
@@ -74,7 +75,7 @@ def choose(app: model.Application, settings: model.Settings) -> Choice:
     elif settings.server_side_diff:
         return Choice(
             model.DiffStrategy.SERVER_SIDE_DIFF,
-            "argocd-cm controller.diff.server.side=true",
+            "argocd-cmd-params-cm controller.diff.server.side=true",
             include_webhook,
         )
     if has_option(app.sync_policy.sync_options, "ServerSideApply=true"):
