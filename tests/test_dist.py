@@ -167,6 +167,22 @@ def built(
     return archives[0], yaml.safe_load(manifest.read_text())
 
 
+@pytest.mark.slow
+def test_archive_from_the_lock_is_the_one_the_manifest_names(
+    built: tuple[Path, dict[str, object]],
+) -> None:
+    """Same lock + same sources = the archive krew-manifest.yaml names: rebuilt here, on another
+    day and machine than the one that filled the manifest in."""
+    archive, _ = built
+    committed = yaml.safe_load((ROOT / "krew-manifest.yaml").read_text())
+    (entry,) = [p for p in committed["spec"]["platforms"] if p["uri"].endswith("/" + ARCHIVE)]
+    assert hashlib.sha256(archive.read_bytes()).hexdigest() == entry["sha256"], (
+        "the linux-amd64 archive built from dist.lock differs from krew-manifest.yaml's: what it "
+        "packages (kubectl_gitdrift/, README.md, LICENSE, pyproject.toml, tools/) changed since "
+        "`make dist` filled the manifest in: run `make dist` and commit krew-manifest.yaml"
+    )
+
+
 @pytest.fixture(scope="module")
 def krew_install(
     built: tuple[Path, dict[str, object]], tmp_path_factory: pytest.TempPathFactory
