@@ -492,7 +492,7 @@ def compare(
             desired=predicted,
             predicted=predicted,
         )
-        return mask_drift(drift) if _is_secret(desired.key) else drift
+        return mask_drift(drift) if is_secret(desired.key) else drift
     if desired is None:
         drift = model.Drift(
             live.key,
@@ -500,7 +500,7 @@ def compare(
             live=live.body,
             normalized_live=_normalized(live.body, live.key, ctx, "live"),
         )
-        return mask_drift(drift) if _is_secret(live.key) else drift
+        return mask_drift(drift) if is_secret(live.key) else drift
 
     key = desired.key
     pair = _prepare(desired.body, live.body, key, ctx)
@@ -521,10 +521,11 @@ def compare(
         predicted=outcome.predicted,
         normalized_live=outcome.live,
     )
-    return mask_drift(drift) if _is_secret(key) else drift
+    return mask_drift(drift) if is_secret(key) else drift
 
 
-def _version(*bodies: model.Body) -> str:
+def version_of(*bodies: model.Body) -> str:
+    """The API version (`v1`, `v1beta1`) of the first body that has an apiVersion."""
     for body in bodies:
         api_version = str(body.get("apiVersion") or "")
         if api_version:
@@ -549,7 +550,7 @@ def _normalized(
     body: model.Body, key: model.ObjectKey, ctx: CompareContext, side: str
 ) -> dict[str, Any]:
     """One side alone (an object missing on the other side), as Argo CD shows it."""
-    node = type_of(ctx.schema, key, _version(body))
+    node = type_of(ctx.schema, key, version_of(body))
     out = _normalize_side(body, key, node, ctx)
     if ctx.normalizer is not None:
         ctx.normalizer(key, out, side)
@@ -559,7 +560,7 @@ def _normalized(
 def _prepare(
     desired_body: model.Body, live_body: model.Body, key: model.ObjectKey, ctx: CompareContext
 ) -> _Pair:
-    version = _version(live_body, desired_body)
+    version = version_of(live_body, desired_body)
     node = type_of(ctx.schema, key, version)
     desired = _normalize_side(desired_body, key, node, ctx)
     live = _normalize_side(live_body, key, node, ctx)
@@ -726,7 +727,7 @@ def _suppressed(
 # --------------------------------------------------------------------------- Secrets
 
 
-def _is_secret(key: model.ObjectKey) -> bool:
+def is_secret(key: model.ObjectKey) -> bool:
     return key.group == "" and key.kind == "Secret"
 
 

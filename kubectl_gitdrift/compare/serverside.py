@@ -30,7 +30,7 @@ def compare(
     if desired is None or live is None or dry_run is None:
         return structured.compare(desired, live, ctx)
     key = desired.key
-    version = structured._version(desired.body, live.body)
+    version = diff.version_of(desired.body, live.body)
     t, why = ctx.types.root(key.group, version, key.kind)
     node = diff.type_of(ctx.base.schema, key, version)
     answer = diff._normalize_side(dry_run, key, node, ctx.base)

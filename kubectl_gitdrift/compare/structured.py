@@ -118,7 +118,7 @@ def compare(
     if desired is None or live is None:  # creation and deletion: as every strategy does
         return diff.compare(desired, live, ctx.base)
     key = desired.key
-    version = _version(desired.body, live.body)
+    version = diff.version_of(desired.body, live.body)
     t, why = ctx.types.root(key.group, version, key.kind)
     if t is None:
         return _unknown(desired, live, why)
@@ -191,7 +191,7 @@ def evaluate(
 ) -> model.Drift:
     """Normalize both sides as `diff` does, predict, default (built-in kinds), compare in order."""
     key = desired.key
-    t, _ = ctx.types.root(key.group, _version(desired.body, live.body), key.kind)
+    t, _ = ctx.types.root(key.group, diff.version_of(desired.body, live.body), key.kind)
     pair = diff._prepare(desired.body, live.body, key, ctx.base)
     rules = normalize.matching_rules(ctx.base.ignore_rules, key)
     defaults_fn = diff._defaults_for(pair) if defaults else None
@@ -245,7 +245,7 @@ def evaluate(
         predicted=predicted,
         normalized_live=current,
     )
-    return diff.mask_drift(drift) if _is_secret(key) else drift
+    return diff.mask_drift(drift) if diff.is_secret(key) else drift
 
 
 def without_last_applied(body: Mapping[str, Any]) -> dict[str, Any]:
@@ -376,16 +376,4 @@ def _unknown(desired: model.Manifest, live: model.Manifest, why: str) -> model.D
         live=live.body,
         reason=why,
     )
-    return diff.mask_drift(drift) if _is_secret(desired.key) else drift
-
-
-def _version(*bodies: model.Body) -> str:
-    for body in bodies:
-        api_version = str(body.get("apiVersion") or "")
-        if api_version:
-            return api_version.rpartition("/")[2]
-    return ""
-
-
-def _is_secret(key: model.ObjectKey) -> bool:
-    return key.group == "" and key.kind == "Secret"
+    return diff.mask_drift(drift) if diff.is_secret(desired.key) else drift
