@@ -376,8 +376,9 @@ def _access(
     answers, evaluator = rbac.offline(evaluator, questions, opts.controller)
     if not evaluator.usable:
         return [], (
-            "the snapshot has no ClusterRoles and bindings, so whether the Argo CD controller "
-            "may write the app's kinds was not checked (export RBAC objects to check it)"
+            "no ClusterRoles and bindings were read (none in the snapshot, or not allowed to "
+            "list them), so whether the Argo CD controller may write the app's kinds was not "
+            "checked"
         )
     counts = evaluator.counts()
     return answers, "offline RBAC over " + ", ".join(f"{n} {k}" for k, n in counts.items())
