@@ -261,7 +261,6 @@ def _evaluate(
     import tempfile
 
     from kubectl_gitdrift import (
-        application,
         engine,
         hookspecs,
         model,
