@@ -141,15 +141,21 @@ def pm() -> plugins.PluginManager:
     return plugins.make_plugin_manager(entry_points=False)
 
 
-def load_make_repo() -> ModuleType:
-    """testdata/make_repo.py as a module (it is a script, not part of the package)."""
-    spec = importlib.util.spec_from_file_location("make_repo", TESTDATA / "make_repo.py")
+def load_script(name: str, path: Path) -> ModuleType:
+    """A script of the repository (not part of the package, e.g. bench/generate.py) as module
+    `name`."""
+    spec = importlib.util.spec_from_file_location(name, path)
     assert spec is not None
     assert spec.loader is not None
     module = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault("make_repo", module)
+    sys.modules.setdefault(name, module)
     spec.loader.exec_module(module)
     return module
+
+
+def load_make_repo() -> ModuleType:
+    """testdata/make_repo.py as a module."""
+    return load_script("make_repo", TESTDATA / "make_repo.py")
 
 
 _REPOS: dict[Path, Path] = {}

@@ -31,7 +31,7 @@ import pytest
 import yaml
 
 from kubectl_gitdrift import __version__
-from tests.conftest import ROOT, TESTDATA
+from tests.conftest import ROOT, TESTDATA, load_script
 
 PY = f"{sys.version_info.major}.{sys.version_info.minor}"
 LOCK = ROOT / "dist.lock"
@@ -39,13 +39,7 @@ ARCHIVE = f"kubectl-gitdrift-v{__version__}-linux-amd64.tar.gz"
 
 
 def _make_dist() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("make_dist", ROOT / "tools" / "make_dist.py")
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault("make_dist", module)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("make_dist", ROOT / "tools" / "make_dist.py")
 
 
 def _lock() -> dict[str, Any]:

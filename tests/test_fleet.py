@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import http.server
-import importlib.util
 import json
 import os
 import signal
@@ -23,19 +22,13 @@ from prometheus_client.parser import text_string_to_metric_families as prometheu
 
 from kubectl_gitdrift import metrics, model, shard
 from kubectl_gitdrift.errors import ExitCode, UsageError
-from tests.conftest import ROOT, TESTDATA, Result
+from tests.conftest import ROOT, TESTDATA, Result, load_script
 
 CLI = Path(sys.executable).with_name("kubectl-gitdrift")
 
 
 def _generator() -> Any:
-    spec = importlib.util.spec_from_file_location("bench_generate", ROOT / "bench" / "generate.py")
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault("bench_generate", module)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("bench_generate", ROOT / "bench" / "generate.py")
 
 
 @pytest.fixture(scope="module")

@@ -9,7 +9,6 @@ The fleets come from bench/generate.py (kustomize apps, a fifth of them drifted)
 from __future__ import annotations
 
 import fcntl
-import importlib.util
 import io
 import json
 import os
@@ -30,7 +29,7 @@ import yaml
 
 from kubectl_gitdrift import color, markdown, model, parser, progress, report, writers
 from tests.apiserver import ServerFactory, kube_apiserver  # noqa: F401 - the fixture
-from tests.conftest import ROOT
+from tests.conftest import ROOT, load_script
 
 CLI = Path(sys.executable).with_name("kubectl-gitdrift")
 COLS, ROWS = 120, 40
@@ -38,13 +37,7 @@ ANSI = re.compile(rb"\x1b\[[0-9;?]*[A-Za-z]")
 
 
 def _generator() -> Any:
-    spec = importlib.util.spec_from_file_location("bench_generate", ROOT / "bench" / "generate.py")
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault("bench_generate", module)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("bench_generate", ROOT / "bench" / "generate.py")
 
 
 def _fleet(tmp_path_factory: pytest.TempPathFactory, apps: int) -> Path:
