@@ -459,18 +459,7 @@ def _render_all(
         elif target.skipped:
             rows.append([target.name, palette.status("Skipped"), "-", _cut(target.skipped)])
         elif app is not None:
-            drifted = sum(
-                1
-                for d in app.resources
-                if d.counts
-                and d.status
-                in (
-                    model.ResourceStatus.OUT_OF_SYNC,
-                    model.ResourceStatus.MISSING,
-                    model.ResourceStatus.EXTRANEOUS,
-                    model.ResourceStatus.UNKNOWN,
-                )
-            )
+            drifted = sum(1 for d in app.resources if d.not_in_sync)
             top = app.findings[0] if app.findings else None
             rows.append(
                 [

@@ -21,12 +21,6 @@ from kubectl_gitdrift import model
 #: Field series per resource before the rest are only counted (label cardinality bound).
 MAX_FIELDS = 20
 
-_DRIFTED = (
-    model.ResourceStatus.OUT_OF_SYNC,
-    model.ResourceStatus.MISSING,
-    model.ResourceStatus.EXTRANEOUS,
-    model.ResourceStatus.UNKNOWN,
-)
 _APP_LABELS = ("app_namespace", "application")
 _RESOURCE_LABELS = (*_APP_LABELS, "group", "kind", "namespace", "name")
 
@@ -99,7 +93,7 @@ class _Collector(Collector):
         )
         for app in self.reports:
             labels = [app.namespace, app.name]
-            drifted = [d for d in app.resources if d.counts and d.status in _DRIFTED]
+            drifted = [d for d in app.resources if d.not_in_sync]
             out_of_sync.add_metric(
                 [*labels, app.sync_status.value],
                 0 if app.sync_status is model.SyncStatus.SYNCED else 1,

@@ -353,6 +353,16 @@ class SyncStatus(str, enum.Enum):
     UNKNOWN = "Unknown"
 
 
+_NOT_IN_SYNC = frozenset(
+    (
+        ResourceStatus.OUT_OF_SYNC,
+        ResourceStatus.MISSING,
+        ResourceStatus.EXTRANEOUS,
+        ResourceStatus.UNKNOWN,
+    )
+)
+
+
 @dataclass(frozen=True, slots=True)
 class Drift:
     """The comparison of one object."""
@@ -372,6 +382,12 @@ class Drift:
     # server-side apply: fields git no longer sets that the next apply keeps because other
     # managers also own them (path, those managers); only argocd-controller lets go of them
     released: tuple[tuple[FieldPath, tuple[str, ...]], ...] = ()
+
+    @property
+    def not_in_sync(self) -> bool:
+        """Counts toward the app and is not Synced: OutOfSync, Missing, Extraneous or Unknown
+        (the DRIFTED column of --all, the metrics' drifted resources)."""
+        return self.counts and self.status in _NOT_IN_SYNC
 
 
 class Severity(enum.IntEnum):
