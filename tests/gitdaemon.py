@@ -40,6 +40,21 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+def bare_copy(repo: Path, dest: Path) -> None:
+    """A bare clone of `repo` (every branch and tag) at `dest`, serving partial fetches."""
+    subprocess.run(
+        ["git", "clone", "--quiet", "--bare", str(repo), str(dest)],
+        check=True,
+        env=git_env(),
+        capture_output=True,
+    )
+    subprocess.run(
+        ["git", "-C", str(dest), "config", "uploadpack.allowFilter", "true"],
+        check=True,
+        env=git_env(),
+    )
+
+
 class GitDaemon:
     """`git daemon` serving `base` on a free loopback port; started by `start()` (or `with`),
     stopped by `stop()`."""
@@ -117,18 +132,7 @@ class GitDaemon:
 
     def serve(self, repo: Path, name: str) -> str:
         """A bare copy of `repo` (every branch and tag) served as `name`; its URL."""
-        dest = self.base / name
-        subprocess.run(
-            ["git", "clone", "--quiet", "--bare", str(repo), str(dest)],
-            check=True,
-            env=git_env(),
-            capture_output=True,
-        )
-        subprocess.run(
-            ["git", "-C", str(dest), "config", "uploadpack.allowFilter", "true"],
-            check=True,
-            env=git_env(),
-        )
+        bare_copy(repo, self.base / name)
         return self.url(name)
 
     def requests(self, name: str | None = None) -> int:
@@ -240,18 +244,7 @@ class GitHttp:
 
     def serve(self, repo: Path, name: str) -> str:
         """A bare copy of `repo` served as `name` (filters allowed); its URL."""
-        dest = self.base / name
-        subprocess.run(
-            ["git", "clone", "--quiet", "--bare", str(repo), str(dest)],
-            check=True,
-            env=git_env(),
-            capture_output=True,
-        )
-        subprocess.run(
-            ["git", "-C", str(dest), "config", "uploadpack.allowFilter", "true"],
-            check=True,
-            env=git_env(),
-        )
+        bare_copy(repo, self.base / name)
         return self.url(name)
 
     def fetches(self) -> int:
