@@ -84,6 +84,17 @@ _MIRROR_CONFIG = (
 )
 
 
+#: Every fetch into a mirror: only the objects asked for, blobs on demand, no tags, no
+#: submodules, no FETCH_HEAD.
+_FETCH_OPTIONS = (
+    "--quiet",
+    "--no-tags",
+    "--no-write-fetch-head",
+    "--recurse-submodules=no",
+    "--filter=blob:none",
+)
+
+
 @dataclass(frozen=True, slots=True)
 class RepoRoot:
     """One `--repo-root` value: a clone for every source (`DIR`), or for one repository
@@ -349,11 +360,7 @@ class Mirror:
                     "-c",
                     "fetch.negotiationAlgorithm=noop",
                     "fetch",
-                    "--quiet",
-                    "--no-tags",
-                    "--no-write-fetch-head",
-                    "--recurse-submodules=no",
-                    "--filter=blob:none",
+                    *_FETCH_OPTIONS,
                     "--stdin",
                     "origin",
                     stdin="".join(f"{oid}\n" for oid in missing).encode("ascii"),
@@ -452,11 +459,7 @@ class Mirror:
             repo,
             app,
             "fetch",
-            "--quiet",
-            "--no-tags",
-            "--no-write-fetch-head",
-            "--recurse-submodules=no",
-            "--filter=blob:none",
+            *_FETCH_OPTIONS,
             "origin",
             *refspecs,
         )
