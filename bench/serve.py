@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import sys
 import time
@@ -49,8 +50,6 @@ def main(argv: list[str] | None = None) -> int:
     scenario = generate.Scenario(f"serve-{opts.apps}x{opts.units * 10}", opts.apps, opts.units)
     data, meta = generate.ensure(scenario, opts.out / "fixtures")
     cache = opts.out / "cache" / scenario.name
-    import os
-
     os.environ["KUBECTL_GITDRIFT_CACHE_DIR"] = str(cache)
     args = parser.build_parser().parse_args(
         ["--all", "--snapshot", str(data / "snapshot.json"), "--repo-root", str(data / "repo"),
