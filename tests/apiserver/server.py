@@ -585,6 +585,11 @@ class _HTTPServer(http.server.ThreadingHTTPServer):
 
     daemon_threads = True
     allow_reuse_address = True
+    # socketserver's listen backlog is 5: a client opening more connections at once (kr8s with
+    # 8 LISTs in flight, each on a new connection) overflows it while the serving thread waits
+    # for the interpreter, the kernel drops the SYN and the client's retry comes a second later.
+    # kube-apiserver listens with the system's maximum (Go's net.Listen).
+    request_queue_size = socket.SOMAXCONN
 
     def __init__(
         self,
