@@ -216,6 +216,13 @@ def extract(rev: str, dest: Path) -> Path:
     return dest
 
 
+def compile_tree(py: str, package: Path) -> None:
+    """Byte-compile the package as an install does: with PYTHONDONTWRITEBYTECODE set (as in
+    this project's shells) a module edited since its .pyc was written would otherwise be
+    compiled again by every run, and an extracted tree's every module would."""
+    subprocess.run([py, "-m", "compileall", "-q", str(package)], check=True, cwd=CWD)
+
+
 # --------------------------------------------------------------------------- JSON parsers
 
 
@@ -275,6 +282,8 @@ def main(argv: list[str] | None = None) -> int:
         trees = {"now": ROOT}
         if args.before:
             trees["before"] = extract(args.before, work / "before")
+        for tree_dir in trees.values():
+            compile_tree(py, tree_dir / "kubectl_gitdrift")
         with serve(objects) as server:
             kubeconfig = str(server.kubeconfig_path)
             ca = work / "ca.pem"
