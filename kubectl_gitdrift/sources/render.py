@@ -11,6 +11,7 @@ never touched) and kept there for `locate`. The source type is detected as Argo 
 
 from __future__ import annotations
 
+import os
 import posixpath
 import re
 import shutil
@@ -473,10 +474,49 @@ def _render_source(
         )
     else:
         env = build_env(app, source, "" if sha == WORKING_TREE else sha)
-        objs = directory.collect(
-            tree, path, options, env, jsonnet_enabled="jsonnet" not in conf.disabled
+        objs = _collect_directory(
+            tree, path, options, env, jsonnet="jsonnet" not in conf.disabled, sha=sha, cache=cache
         )
     return part, objs
+
+
+def _collect_directory(
+    tree: Path,
+    path: str,
+    options: Mapping[str, Any],
+    env: Mapping[str, str],
+    *,
+    jsonnet: bool,
+    sha: str,
+    cache: RenderCache | None,
+) -> list[Manifest]:
+    """directory.collect, read back from the render cache for a commit (its files never
+    change; the key holds everything else the objects depend on): parsing a source's YAML is
+    the longest part of a warm run of a directory app (400 files: 0.1 s, the cached JSON
+    10 ms). A source with Jsonnet files to evaluate is not stored (the evaluator is not part
+    of the key); the working tree is never cached."""
+    key = None
+    if cache is not None and sha != WORKING_TREE:
+        key = cache.key("directory", sha, path, options, env, jsonnet)
+        hit = cache.get(key)
+        if hit is not None:
+            return hit
+    objs = directory.collect(tree, path, options, env, jsonnet_enabled=jsonnet)
+    app_dir = tree if path == "." else tree / path
+    recurse = bool(options.get("recurse"))
+    if key is not None and cache is not None and not (jsonnet and _has_jsonnet(app_dir, recurse)):
+        cache.put(key, objs)
+    return objs
+
+
+def _has_jsonnet(app_dir: Path, recurse: bool) -> bool:
+    """A `*.jsonnet` file in the directory (or under it, with `recurse`)."""
+    for _current, dirs, files in os.walk(app_dir):
+        if not recurse:
+            dirs.clear()
+        if any(name.endswith(".jsonnet") for name in files):
+            return True
+    return False
 
 
 def _render_chart(
