@@ -19,6 +19,7 @@ those of the composing load either way.
 
 from __future__ import annotations
 
+import functools
 import gc
 import itertools
 import json
@@ -331,6 +332,13 @@ def _load_json(text: str, name: str, error: type[GitDriftError]) -> list[Any] | 
     JSON (then it is read as YAML, which reports the error with a line number)."""
     if not text.lstrip(" \t\r\n").startswith(("{", "[")):
         return None
+    fast = _fast_json(text) if len(text) >= FAST_JSON_CHARS else None
+    if fast is not None:
+        read, deep = fast
+        for index, doc in enumerate(read if deep else (), 1):
+            if _depth_exceeds(doc):
+                raise error(f"{name}: document {index}: nested deeper than {MAX_DEPTH} levels")
+        return read
     decoder = json.JSONDecoder(object_pairs_hook=_json_pairs)
     docs: list[Any] = []
     pos = 0
@@ -354,6 +362,61 @@ def _load_json(text: str, name: str, error: type[GitDriftError]) -> list[Any] | 
             raise error(f"{name}: document {len(docs) + 1}: nested deeper than {MAX_DEPTH} levels")
         docs.append(doc)
     return docs
+
+
+FAST_JSON_CHARS = 1 << 20
+"""JSON texts this long or longer are read by msgspec first (`_fast_json`); below, importing
+it costs more than it saves."""
+_FAST_JSON_CHUNK = 256
+"""Documents `_fast_json` re-encodes at a time (bounds the memory its checks take)."""
+
+
+def _fast_json(text: str) -> tuple[list[Any], bool] | None:
+    """The documents of a JSON text as msgspec reads them, and whether one may be nested deeper
+    than MAX_DEPTH; None unless they are certainly what the checking parse (`_load_json`'s json
+    loop) returns: then that parse decides, and raises what it raises.
+
+    - The stream: msgspec's `decode_lines` skips JSON whitespace and reads one value after the
+      other, as the json loop does, and what it reads json reads alike (the same values, each
+      ending at the same place). Some texts json reads it refuses: NaN, Infinity, numbers json
+      makes infinite, lone surrogates, integers past Python's digit limit, values run together
+      (`00`). tests/test_yamlio_fastjson.py compares the two.
+    - Keys written twice, which msgspec lets the last win silently: outside strings a JSON text
+      has one colon per key-value pair written; the result re-encoded (compact) has one per
+      pair kept plus the colons of the strings kept. A string's colons are those of its text
+      unless written `\\u003a`, so with no such escape the counts are equal exactly when no
+      pair was dropped.
+    - Depth: the documents re-encoded in a list with one space of indent per level put each
+      element of a container d levels below the list on a line indented d + 1 spaces (strings
+      hold no raw newline): a container MAX_DEPTH levels below a document's root is on a line
+      indented MAX_DEPTH + 1 spaces. Without such a line no document is too deep; with one,
+      the caller walks each document with `_depth_exceeds`.
+    """
+    if "\\u003" in text:
+        return None
+    import msgspec  # only big JSON texts need it
+
+    too_deep = b"\n" + b" " * (MAX_DEPTH + 1)
+    colons = 0
+    deep = False
+    try:
+        docs: list[Any] = _msgspec_decoder().decode_lines(text)
+        for start in range(0, len(docs), _FAST_JSON_CHUNK):
+            chunk = msgspec.json.encode(docs[start : start + _FAST_JSON_CHUNK])
+            colons += chunk.count(b":")
+            deep = deep or too_deep in msgspec.json.format(chunk, indent=1)
+    except (ValueError, RecursionError):  # msgspec.DecodeError is a ValueError
+        return None
+    if colons != text.count(":"):
+        return None
+    return docs, deep
+
+
+@functools.cache
+def _msgspec_decoder() -> Any:
+    import msgspec
+
+    return msgspec.json.Decoder()
 
 
 class _DuplicateKeyError(ValueError):
