@@ -20,6 +20,7 @@ import hashlib
 import hmac
 import io
 import json
+import operator
 import os
 import tempfile
 import zlib
@@ -159,14 +160,19 @@ def from_documents(
             cm = doc
         objects[key] = model.Manifest(key, doc)
     return ClusterState(
-        tuple(objects[k] for k in sorted(objects)),
-        tuple(apps[k] for k in sorted(apps)),
+        tuple(objects[k] for k in sorted(objects, key=_KEY_ORDER)),
+        tuple(apps[k] for k in sorted(apps, key=_KEY_ORDER)),
         cm,
         source,
         tuple(sorted(set(unreadable))),
         capture,
         tuple(notes),
     )
+
+
+_KEY_ORDER = operator.attrgetter("group", "kind", "namespace", "name")
+"""ObjectKey's own order (its fields in turn) as a tuple per key: sorting 10,000 keys with
+the dataclass `__lt__` took a tenth of a second."""
 
 
 def from_live(
