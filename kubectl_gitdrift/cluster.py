@@ -4,7 +4,9 @@ A translator, not a second model: every object leaves as a plain ``dict`` (kr8s'
 never as a kr8s object. Reads only: discovery, ``/version``, ``/openapi/v3``, and LISTs (never
 one GET per object), plus SubjectAccessReviews; and, only when asked (``--server-dry-run``),
 Argo CD's server-side apply dry-run (``dryRun=All``: the server persists nothing). kr8s's async
-API runs on a private event loop owned by :class:`Cluster`, so callers stay synchronous.
+API runs on a private event loop owned by :class:`Cluster`, in a thread of its own, so callers
+stay synchronous, and LISTs started with :meth:`Cluster.start_fetch` go on while the caller
+works (renders).
 
 kr8s 0.20 behaviours this module relies on or works around:
 
@@ -22,6 +24,7 @@ kr8s 0.20 behaviours this module relies on or works around:
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
 import email.utils
 import json
@@ -29,6 +32,7 @@ import math
 import os
 import random
 import re
+import threading
 import time
 import warnings
 from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
@@ -230,6 +234,7 @@ class Cluster:
     def __init__(self, config: Config) -> None:
         self.config = config
         self._loop = asyncio.new_event_loop()
+        self._thread: threading.Thread | None = None  # runs the loop, from the first request
         self._api: Any = None  # kr8s.asyncio.Api; never leaves this module
         self._sem: asyncio.Semaphore | None = None
         self.server = ""
@@ -256,14 +261,38 @@ class Cluster:
         self.close()
 
     def close(self) -> None:
+        """Cancel what is still running (LISTs started before an error), close the session,
+        stop the loop's thread."""
         if self._loop.is_closed():
             return
-        with contextlib.suppress(Exception):
-            self._run(self._close_session())
+        if self._thread is not None:
+            with contextlib.suppress(Exception):
+                self._submit(self._shutdown()).result(self.config.timeout)
+            self._loop.call_soon_threadsafe(self._loop.stop)
+            self._thread.join(self.config.timeout)
+            if self._thread.is_alive():
+                return  # a daemon thread: it goes with the process
         self._loop.close()
 
+    async def _shutdown(self) -> None:
+        current = asyncio.current_task()
+        pending = [t for t in asyncio.all_tasks() if t is not current]
+        for task in pending:
+            task.cancel()
+        await asyncio.gather(*pending, return_exceptions=True)
+        await self._close_session()
+
+    def _submit(self, coro: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]:
+        """Run `coro` on the loop's thread (started on first use)."""
+        if self._thread is None:
+            self._thread = threading.Thread(
+                target=self._loop.run_forever, name="gitdrift-cluster", daemon=True
+            )
+            self._thread.start()
+        return asyncio.run_coroutine_threadsafe(coro, self._loop)
+
     def _run(self, coro: Coroutine[Any, Any, T]) -> T:
-        return self._loop.run_until_complete(coro)
+        return self._submit(coro).result()
 
     @property
     def where(self) -> str:
@@ -299,8 +328,11 @@ class Cluster:
         api.timeout = cfg.timeout
         self.server = str(api.auth.server or "")
         self.context = str(api.auth.active_context or cfg.context or "")
-        self.version = await self._essential(self._get_json("/version"), "/version")
-        kinds = await self._essential(self._aggregated_discovery(), "discovery")
+        # /version, /api and /apis at once; a failure is said as if they ran in that order
+        self.version, kinds = await _in_order(
+            self._essential(self._get_json("/version"), "/version"),
+            self._essential(self._aggregated_discovery(), "discovery"),
+        )
         if kinds is None:  # no aggregated discovery (before 1.30): kr8s walks every group
             kinds = [Kind.from_dict(r) for r in await self._essential(api.api_resources(), "")]
         self.discovery = Discovery(kinds)
@@ -309,8 +341,10 @@ class Cluster:
         """Every group's resources in two requests (`/api`, `/apis` as APIGroupDiscoveryList,
         what kubectl 1.30+ asks for); None when the server does not speak it."""
         kinds: list[Kind] = []
-        for base in ("/api", "/apis"):
-            response = await self._get(base, headers={"Accept": _AGGREGATED})
+        responses = await _in_order(
+            *(self._get(base, headers={"Accept": _AGGREGATED}) for base in ("/api", "/apis"))
+        )
+        for base, response in zip(("/api", "/apis"), responses, strict=True):
             if response.status_code != 200:
                 raise _Unreadable(
                     f"GET {base} answered {response.status_code}: {_status_message(response)}",
@@ -592,8 +626,16 @@ class Cluster:
         self, queries: Sequence[Query], done: Callable[[ListResult], None] | None = None
     ) -> list[ListResult]:
         """Run the LISTs concurrently (bounded); results come back in `queries` order. `done`
-        hears of each result as it arrives (the CLI's progress line counts them)."""
-        return self._run(self._list_all(queries, done))
+        hears of each result as it arrives (the CLI's progress line counts them), from the
+        loop's thread."""
+        return self.start_fetch(queries, done).result()
+
+    def start_fetch(
+        self, queries: Sequence[Query], done: Callable[[ListResult], None] | None = None
+    ) -> concurrent.futures.Future[list[ListResult]]:
+        """:meth:`fetch`, started: the LISTs run while the caller goes on (renders); the
+        future's result is what `fetch` returns, or its error."""
+        return self._submit(self._list_all(queries, done))
 
     async def _list_all(
         self, queries: Sequence[Query], done: Callable[[ListResult], None] | None = None
@@ -804,6 +846,16 @@ class Cluster:
 
         await asyncio.gather(*(one(gv) for gv in group_versions))
         return docs, sorted(notes)
+
+
+async def _in_order(*coros: Coroutine[Any, Any, Any]) -> list[Any]:
+    """Run `coros` concurrently; the first to fail in argument order is raised (the others
+    run to their end), as if they had run one after another."""
+    results = await asyncio.gather(*coros, return_exceptions=True)
+    for result in results:
+        if isinstance(result, BaseException):
+            raise result
+    return results
 
 
 def _origin(url: httpx.URL) -> str:

@@ -15,6 +15,7 @@ import gc
 import os
 import re
 import secrets
+import threading
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,6 +29,7 @@ from kubectl_gitdrift import (
     defaults,
     diff,
     engine,
+    fanout,
     hookspecs,
     model,
     normalize,
@@ -204,6 +206,7 @@ def prepare(
     configmaps: Sequence[model.Body] = (),
     kube_version: str = "",
     api_versions: Sequence[str] = (),
+    remotes: set[str] | None = None,
 ) -> list[Target]:
     """Parse and render every Application (concurrently, bounded), from the clones given with
     --repo-root or else from repoURL fetched into the cache; skip the ones whose repoURL is not
@@ -211,7 +214,8 @@ def prepare(
     argocd-cmp-cm, when read (kustomize build options and versions, plugin definitions),
     and the AppProjects (sourceRepos); `kube_version` is the destination cluster's gitVersion,
     for helm, kustomize helmCharts and plugins, as Argo CD passes it, and so are its
-    `api_versions` (cluster_api_versions)."""
+    `api_versions` (cluster_api_versions). `remotes`: the clone's remote URLs with --all and
+    a plain --repo-root, when the caller has read them (_remotes)."""
     render_config = source_config.of(
         configmaps,
         cmp_files=getattr(args, "cmp", None) or (),
@@ -225,7 +229,8 @@ def prepare(
         targets.append(Target(body, f"{md.get('namespace') or 'argocd'}/{md.get('name') or '?'}"))
     roots: list[source_fetch.RepoRoot] = getattr(args, "repo_root", None) or []
     repo_root = next((r.path for r in roots if r.url is None), None)
-    remotes = _clone_urls(repo_root) if repo_root is not None and args.all else set()
+    if remotes is None:
+        remotes = _remotes(args)
     # `snapshot` renders only with --repo-root (to capture what git has and Argo CD does not)
     render_apps = bool(roots) or not getattr(args, "command_snapshot", False)
 
@@ -303,6 +308,13 @@ def prepare(
         with concurrent.futures.ThreadPoolExecutor(max_workers=min(workers, len(todo))) as pool:
             list(pool.map(counted, *zip(*todo, strict=True)))
     return targets
+
+
+def _remotes(args: argparse.Namespace) -> set[str]:
+    """With --all and a plain --repo-root, the clone's remote URLs (apps of other repositories
+    are skipped); else none."""
+    repo_root = _plain_repo_root(args)
+    return _clone_urls(repo_root) if repo_root is not None and args.all else set()
 
 
 def _not_the_clone(app: model.Application, remotes: set[str]) -> str:
@@ -453,24 +465,38 @@ def run_all(
     audit_log: audit.AuditLog | None = None,
     index: engine.LiveIndex | None = None,
     progress: Progress | None = None,
+    bodies: bool = True,
 ) -> list[model.AppReport]:
-    """`run_one` for every rendered target, in order, in this process: the engine is pure
-    Python (threads would take turns on one core), and forked processes were measured no faster
-    on 2 cores (each report crossing the pipe costs what the second core saves)."""
-    reports = []
+    """`run_one` for every rendered target, in order. Many apps are compared in forked worker
+    processes (fanout: one per core, the loaded state shared copy-on-write), a few in this one.
+    `bodies=False`: the reports may leave out the objects no built-in output reads
+    (`AppReport.without_bodies`), which is most of what a worker would otherwise send back."""
     todo = [t for t in targets if t.app is not None and t.rendered is not None]
+    history = _history_cache(args)
+    workers = fanout.processes(len(todo), max_workers())
+
+    def one(target: Target) -> tuple[model.AppReport, dict[str, dict[str, Any]]]:
+        report = run_one(target, state, settings, pm, options, args, audit_log, index=index)
+        learned = history.unwritten() if history is not None and workers > 1 else {}
+        return (report if bodies else report.without_bodies()), learned
+
+    reports = []
     if progress is not None:
         progress.start("comparing", len(todo))
     try:
-        for target in todo:
-            reports.append(
-                run_one(target, state, settings, pm, options, args, audit_log, index=index)
-            )
-            if progress is not None:
-                progress.advance(target.name)
-            gc.freeze()  # each report lives all run too: the cyclic GC need not rescan it
+        with (
+            contextlib.closing(fanout.imap(one, todo, workers, lambda t: t.name))
+            if workers > 1
+            else contextlib.nullcontext(map(one, todo))
+        ) as results:
+            for target, (report, learned) in zip(todo, results, strict=True):
+                reports.append(report)
+                if history is not None and learned:
+                    history.merge(learned)  # what a worker looked up in git
+                if progress is not None:
+                    progress.advance(target.name)
+                gc.freeze()  # each report lives all run too: the cyclic GC need not rescan it
     finally:
-        history = _history_cache(args)
         if history is not None:
             history.flush()  # what the apps looked up in git, written once
     return reports
@@ -569,7 +595,9 @@ def gather_live(
     progress: Progress,
     err: TextIO,
 ) -> tuple[snapshot.ClusterState, list[Target]]:
-    """Read Argo CD's objects, render, then LIST what the apps need, once, concurrently."""
+    """Read Argo CD's objects, render, and LIST what the apps need, once each, concurrently:
+    the LISTs known from the Applications (what Argo CD says each tracks, the context kinds of
+    their namespaces) run while the apps render; the rest once the renders are known."""
     from kubectl_gitdrift import cluster  # imports kr8s: only live runs pay for it
 
     config = cluster.Config(
@@ -585,6 +613,17 @@ def gather_live(
             next((d for d in argocd_docs if application.is_argocd_cm(d)), None),
             next((d for d in argocd_docs if application.is_params_cm(d)), None),
         )
+        label = (
+            settings.instance_label_key
+            if settings.tracking_method is not model.TrackingMethod.ANNOTATION
+            else ""
+        )
+        remotes = _remotes(args)
+        listed = _Listed(progress)
+        early, _ = cluster.plan(
+            kc.discovery, *_status_wants(bodies, remotes, kc.discovery), tracking_label=label
+        )
+        listed.start(kc, early)
         targets = prepare(
             bodies,
             settings,
@@ -594,19 +633,15 @@ def gather_live(
             configmaps=argocd_docs,
             kube_version=str(kc.version.get("gitVersion") or ""),
             api_versions=cluster_api_versions(k.to_dict() for k in kc.discovery.kinds()),
+            remotes=remotes,
         )
         if not args.all and targets and targets[0].error is not None:
             raise targets[0].error
         wants, namespaces = _wants(targets, kc.discovery)
-        label = (
-            settings.instance_label_key
-            if settings.tracking_method is not model.TrackingMethod.ANNOTATION
-            else ""
-        )
         queries, not_served = cluster.plan(kc.discovery, wants, namespaces, tracking_label=label)
         notes.extend(not_served)
-        progress.start("listing", len(queries))
-        results = kc.fetch(queries, done=lambda res: progress.advance(res.query.describe()))
+        listed.start(kc, [q for q in queries if not listed.started(q)])
+        results = listed.results(queries)
         docs: dict[model.ObjectKey, model.Body] = {}
         for body in [*bodies, *argocd_docs]:
             docs[model.ObjectKey.of(body)] = body
@@ -656,6 +691,50 @@ def gather_live(
             notes=sorted(set(notes)),
         )
     return state, targets
+
+
+class _Listed:
+    """LISTs started in batches (the early ones while the apps render, the rest after), read
+    back in the order of the whole plan. Progress hears of each result of the plan once the
+    listing phase begins (results that came during the renders are counted then)."""
+
+    def __init__(self, progress: Progress) -> None:
+        self._progress = progress
+        self._lock = threading.Lock()
+        self._plan: set[Any] | None = None  # the whole plan, once known
+        self._held: list[Any] = []  # results that came before it
+        self._batches: list[tuple[list[Any], concurrent.futures.Future[list[Any]]]] = []
+
+    def start(self, kc: Any, queries: Sequence[Any]) -> None:
+        if queries:
+            self._batches.append((list(queries), kc.start_fetch(queries, done=self._done)))
+
+    def started(self, query: Any) -> bool:
+        return any(query in batch for batch, _future in self._batches)
+
+    def _done(self, res: Any) -> None:
+        with self._lock:
+            if self._plan is None:
+                self._held.append(res)
+                return
+            if res.query not in self._plan:
+                return
+        self._progress.advance(res.query.describe())
+
+    def results(self, queries: Sequence[Any]) -> list[Any]:
+        """The results of `queries` (every one started), in their order; an early LIST the
+        plan does not have is left out."""
+        with self._lock:
+            self._plan = set(queries)
+            self._progress.start("listing", len(queries))
+            held, self._held = self._held, []
+        for res in held:
+            if res.query in self._plan:
+                self._progress.advance(res.query.describe())
+        found: dict[Any, Any] = {}
+        for batch, future in self._batches:
+            found.update(zip(batch, future.result(), strict=True))
+        return [found[q] for q in queries]
 
 
 def _server_dry_runs(
@@ -839,6 +918,23 @@ def _live_argocd(
             continue
         argocd_docs.extend(res.items)
     return bodies, argocd_docs, unreadable, notes
+
+
+def _status_wants(
+    bodies: Sequence[model.Body], remotes: set[str], discovery: Any
+) -> tuple[list[tuple[str, str, str, str]], list[str]]:
+    """What `_wants` knows before the apps render: what Argo CD says each app tracks, and
+    the namespaces involved (apps that do not parse, or that --all skips, left out)."""
+    targets = []
+    for body in bodies:
+        target = Target(body, "")
+        try:
+            target.app = application.parse_application(body)
+        except GitDriftError:
+            continue
+        target.skipped = _not_the_clone(target.app, remotes)
+        targets.append(target)
+    return _wants(targets, discovery)
 
 
 def _wants(

@@ -145,6 +145,61 @@ def test_lists_once_per_kind_and_namespace(incident: KubeAPIServer, repo: Path, 
     assert_read_only_lists(incident)
 
 
+def test_lists_known_from_the_application_run_while_it_renders(
+    incident: KubeAPIServer,
+    repo: Path,
+    run_cli: Callable[..., Result],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """What Argo CD says the app tracks (status.resources) and its namespace's context kinds
+    are listed while the app renders (issue 18), each once, and counted once the listing
+    phase begins."""
+    prepare = workflow.prepare
+    seen_before_render: list[tuple[str, str]] = []
+
+    def render_once_listed(*args: Any, **kwargs: Any) -> list[workflow.Target]:
+        deadline = time.monotonic() + 30
+        while not incident.requests_for(verb="list", resource="deployments", namespace="prod"):
+            assert time.monotonic() < deadline, "the Deployments were not listed before rendering"
+            time.sleep(0.01)
+        seen_before_render.extend(
+            (r.resource, r.namespace) for r in incident.requests_for(verb="list")
+        )
+        return prepare(*args, **kwargs)
+
+    monkeypatch.setattr(workflow, "prepare", render_once_listed)
+    result = run_cli(live_args(incident, repo, "-o", "json", "--progress=always"))
+    assert result.exit_code == ExitCode.DRIFT, result.stderr
+    assert ("deployments", "prod") in seen_before_render
+    assert ("events", "prod") in seen_before_render  # a context kind of the destination
+    lists = [(r.api_group, r.resource, r.namespace) for r in incident.requests_for(verb="list")]
+    assert len(lists) == len(set(lists)), "a kind/namespace was listed twice"
+    counted = [
+        line.split()[2]
+        for line in result.stderr.splitlines()
+        if line.startswith("gitdrift: listing")
+    ]
+    argocd = {"applications", "appprojects"}  # and argocd's ConfigMaps, read before rendering
+    total = len([r for r in lists if r[1] not in argocd and r[1:] != ("configmaps", "argocd")])
+    assert counted == [f"{n}/{total}" for n in range(1, total + 1)]
+    offline = json.loads(
+        run_cli(offline_args(INCIDENT / "snapshot.yaml", repo, "-o", "json")).stdout
+    )
+    assert without_mode(result.stdout) == {k: v for k, v in offline.items() if k != "mode"}
+
+
+def test_render_error_with_lists_in_flight(
+    incident: KubeAPIServer, repo: Path, run_cli: Callable[..., Result]
+) -> None:
+    """The app's render fails while its early LISTs still wait on the server: the render's
+    error, as when nothing was listed before rendering (the LISTs are cancelled)."""
+    incident.inject(path_regex=r"/deployments$", delay=2.0, times=1)
+    result = run_cli(live_args(incident, repo, "--revision", "no-such-revision"))
+    assert result.exit_code == ExitCode.ERROR, result.stderr
+    assert result.stderr.startswith("error: "), result.stderr
+    assert "no-such-revision" in result.stderr
+
+
 # ---------------------------------------------------------------------------- authorization
 
 
