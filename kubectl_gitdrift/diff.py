@@ -37,30 +37,17 @@ def predict(
     the keys orig has*, a value git leaves as it was in orig keeps live's server-added keys.
     Never modifies its inputs; the result may share unchanged parts with `live`.
     """
-    if (type(desired) is dict or isinstance(desired, Mapping)) and (
+    cls = type(desired)
+    if cls is dict and type(live) is dict:
+        return _predict_map(orig, desired, live, node, strategic, retain)
+    if cls in _LEAVES:  # what the general path below does with a scalar, decided at once
+        if not strategic and orig is not _MISSING and desired == live:
+            return live  # strip_to(orig, live) is live itself, or a container (never equal)
+        return desired
+    if (cls is dict or isinstance(desired, Mapping)) and (
         type(live) is dict or isinstance(live, Mapping)
     ):
-        result = dict(live)
-        orig_map = orig if isinstance(orig, Mapping) else {}
-        for key, value in desired.items():
-            child = node.field(key) if node is not None else None
-            if value is None:  # an explicit null deletes, unless live is null already
-                if live.get(key) is not None:
-                    del result[key]
-            elif key in live:
-                result[key] = predict(
-                    orig_map.get(key, _MISSING), value, live[key], child, strategic=strategic
-                )
-            else:
-                result[key] = _without_nulls(value)
-        for key in orig_map:
-            if key not in desired:
-                result.pop(key, None)
-        if strategic and (retain or (node is not None and "retainKeys" in node.patch_strategies)):
-            for key in list(result):
-                if key not in desired:
-                    del result[key]
-        return result
+        return _predict_map(orig, desired, live, node, strategic, retain)
     if (
         strategic
         and node is not None
@@ -77,6 +64,59 @@ def predict(
         # is new or changes type (IgnoreUnmatchedNulls)
         return model.copy_json(desired)
     return _without_nulls(desired)
+
+
+_LEAVES = frozenset({str, int, float, bool})
+"""Scalar types (not None) whose predicted value `predict` decides without recursing."""
+_EMPTY: Mapping[str, Any] = {}
+
+
+def _predict_map(
+    orig: Any,
+    desired: Mapping[str, Any],
+    live: Mapping[str, Any],
+    node: Node | None,
+    strategic: bool,
+    retain: bool,
+) -> dict[str, Any]:
+    """`predict` of a map onto a map: the hot loop, with scalar values decided inline (as
+    `predict` decides them) and the schema looked up only for containers."""
+    result = dict(live)
+    orig_map = orig if type(orig) is dict or isinstance(orig, Mapping) else _EMPTY
+    leaves = _LEAVES
+    for key, value in desired.items():
+        cls = type(value)
+        if cls in leaves:
+            if strategic or key not in live:
+                result[key] = value
+            else:
+                old = live[key]
+                result[key] = old if key in orig_map and value == old else value
+        elif value is None:  # an explicit null deletes, unless live is null already
+            if live.get(key) is not None:
+                del result[key]
+        elif key in live:
+            child = node.field(key) if node is not None else None
+            old = live[key]
+            if cls is dict and type(old) is dict:
+                result[key] = _predict_map(
+                    orig_map.get(key, _MISSING), value, old, child, strategic, False
+                )
+            else:
+                result[key] = predict(
+                    orig_map.get(key, _MISSING), value, old, child, strategic=strategic
+                )
+        else:
+            result[key] = _without_nulls(value)
+    if orig_map is not desired:
+        for key in orig_map:
+            if key not in desired:
+                result.pop(key, None)
+    if strategic and (retain or (node is not None and "retainKeys" in node.patch_strategies)):
+        for key in list(result):
+            if key not in desired:
+                del result[key]
+    return result
 
 
 def _merge_list(orig: Any, desired: list[Any], live: list[Any], node: Node) -> list[Any]:
@@ -169,7 +209,18 @@ def _key(item: Mapping[str, Any], merge_key: str) -> Any:
 
 
 def _without_nulls(value: Any) -> Any:
-    if type(value) is dict or isinstance(value, Mapping):
+    cls = type(value)
+    if cls is dict:
+        return {
+            k: (v if type(v) in _LEAVES else _without_nulls(v))
+            for k, v in value.items()
+            if v is not None
+        }
+    if cls is list:
+        return [v if type(v) in _LEAVES else _without_nulls(v) for v in value]
+    if cls in _LEAVES or value is None:
+        return value
+    if isinstance(value, Mapping):
         return {k: _without_nulls(v) for k, v in value.items() if v is not None}
     if isinstance(value, list):
         return [_without_nulls(v) for v in value]
