@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 import textwrap
 from collections.abc import Mapping
 from typing import Any
@@ -140,7 +141,47 @@ def _remedy(remedy: model.Remedy) -> dict[str, Any]:
 
 
 def render_json(report: model.Report) -> str:
-    return json.dumps(to_dict(report), indent=2, sort_keys=True) + "\n"
+    return dumps_json(to_dict(report))
+
+
+def dumps_json(doc: Any) -> str:
+    """`json.dumps(doc, indent=2, sort_keys=True) + "\n"`, byte for byte, in a fifth of the time
+    for a big document (json indents in Python: 0.22 s for the 7 MB of a 500-app `--all`).
+
+    json's C encoder writes the document compact (the same key order, strings, numbers and
+    errors as its Python encoder: they share `encode_basestring_ascii`, `float.__repr__` and
+    `sorted(items)`), and msgspec's formatter, which copies strings and numbers as written,
+    indents it as json does. Anything else goes the old way, which decides: an error (not
+    JSON-serializable, a circular reference, a recursion past the limit), NaN or Infinity
+    (which msgspec refuses), nesting of FORMAT_MAX_DEPTH levels or more (json's Python
+    encoder recurses once per level and must not be the one to run out), and a small
+    document while msgspec is not imported (importing it would cost more than it saves).
+    tests/test_report_json.py compares the two on every scenario's report and on generated
+    documents."""
+    text = _formatted(doc)
+    if text is None:
+        return json.dumps(doc, indent=2, sort_keys=True) + "\n"
+    return text
+
+
+def _formatted(doc: Any) -> str | None:
+    """`dumps_json`'s fast way, or None when the old way must decide."""
+    try:
+        compact = json.dumps(doc, sort_keys=True, separators=(",", ":"))
+        if len(compact) < _MSGSPEC_CHARS and "msgspec" not in sys.modules:
+            return None
+        import msgspec  # a big report is worth it
+
+        text: str = msgspec.json.format(compact, indent=2)
+    except (TypeError, ValueError, RecursionError):  # the old way raises what it raises
+        return None
+    return None if _TOO_DEEP in text else text + "\n"
+
+
+FORMAT_MAX_DEPTH = 400
+"""Documents nested this deep are indented by json itself (see `dumps_json`)."""
+_TOO_DEEP = "\n" + " " * (2 * FORMAT_MAX_DEPTH)
+_MSGSPEC_CHARS = 1 << 16
 
 
 def render_yaml(report: model.Report) -> str:
