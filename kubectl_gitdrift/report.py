@@ -79,18 +79,32 @@ def _key(key: model.ObjectKey) -> dict[str, str]:
     return {"group": key.group, "kind": key.kind, "namespace": key.namespace, "name": key.name}
 
 
+_STATUS = {status: status.value or None for status in model.ResourceStatus}
+
+
 def _resource(drift: model.Drift) -> dict[str, Any]:
-    side = drift.live if drift.live is not None else drift.desired
-    return {
-        **_key(drift.key),
-        "status": drift.status.value or None,
-        "origin": drift.origin,
-        "reason": drift.reason or None,
-        "changes": [_change(c, side) for c in drift.changes],
-        "suppressed": [
+    """One resource (10,000 of them in a 500-app `--all`: written out flat, most without a
+    change)."""
+    key = drift.key
+    changes: list[dict[str, Any]] = []
+    suppressed: list[dict[str, Any]] = []
+    if drift.changes or drift.suppressed:
+        side = drift.live if drift.live is not None else drift.desired
+        changes = [_change(c, side) for c in drift.changes]
+        suppressed = [
             {**_change(s.change, side), "rule": s.rule, "plugin": s.plugin}
             for s in drift.suppressed
-        ],
+        ]
+    return {
+        "group": key.group,
+        "kind": key.kind,
+        "namespace": key.namespace,
+        "name": key.name,
+        "status": _STATUS[drift.status],
+        "origin": drift.origin,
+        "reason": drift.reason or None,
+        "changes": changes,
+        "suppressed": suppressed,
     }
 
 
