@@ -368,7 +368,10 @@ def _access(
 ) -> tuple[list[rbac.Answer], str]:
     """The controller's answers to every question the app's kinds raise, and how they were got;
     ([], why) when they could not be got."""
-    questions = rbac.questions(drifts, plurals=plurals)
+    # the questions name a kind and a namespace, never an object: ask once per kind/namespace,
+    # not once per resource (400 Synced ConfigMaps are one kind in one namespace)
+    kinds = {_kind_key(d.key): None for d in drifts if d.desired is not None or d.live is not None}
+    questions = rbac.questions(kinds, plurals=plurals)
     if not questions:
         return [], ""
     if opts.authorize is not None:
