@@ -338,10 +338,27 @@ def _evaluate(
             progress(f"indexing {len(state.objects)} live objects")
             live_index = engine.LiveIndex.of(state.objects, settings)
         reports = workflow.run_all(
-            targets, state, settings, pm, options, args, audit_log, live_index, progress
+            targets,
+            state,
+            settings,
+            pm,
+            options,
+            args,
+            audit_log,
+            live_index,
+            progress,
+            bodies=_reads_bodies(args, renderers),
         )
 
     return model.Report(applications=tuple(reports), mode=mode), targets, renderers
+
+
+def _reads_bodies(args: argparse.Namespace, renderers: Mapping[str, Any]) -> bool:
+    """Whether the output may read the objects of resources without changes: a plugin's
+    output format may; the built-in ones (and --query, OpenMetrics) never do."""
+    if args.query or args.output == "openmetrics":
+        return False
+    return bool(renderers[args.output].plugin != _BUILTIN_RENDERERS)
 
 
 @contextlib.contextmanager

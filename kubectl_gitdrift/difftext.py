@@ -24,19 +24,15 @@ from kubectl_gitdrift import color, diff, model
 
 __all__ = ["render_diff"]
 
-_SHOWN = (
-    model.ResourceStatus.OUT_OF_SYNC,
-    model.ResourceStatus.MISSING,
-    model.ResourceStatus.EXTRANEOUS,
-)
-
 
 def render_diff(report: model.Report, *, palette: color.Palette = color.OFF) -> str:
     """Every differing resource of every application, Argo CD's `app diff` layout."""
     several = len(report.applications) > 1
     out: list[str] = []
     for app in report.applications:
-        drifts = sorted((d for d in app.resources if d.status in _SHOWN), key=lambda d: d.key)
+        drifts = sorted(
+            (d for d in app.resources if d.status in model.SHOWN_IN_DIFF), key=lambda d: d.key
+        )
         if several and drifts:
             out.append(palette.title(f"# Application {app.namespace}/{app.name}") + "\n")
         for drift in drifts:

@@ -6,6 +6,7 @@ Frozen, slotted dataclasses and str/int enums only; this module imports nothing 
 from __future__ import annotations
 
 import copy
+import dataclasses
 import enum
 import json
 from collections.abc import Mapping
@@ -353,6 +354,11 @@ class SyncStatus(str, enum.Enum):
     UNKNOWN = "Unknown"
 
 
+SHOWN_IN_DIFF = frozenset(
+    (ResourceStatus.OUT_OF_SYNC, ResourceStatus.MISSING, ResourceStatus.EXTRANEOUS)
+)
+"""The statuses `-o diff` prints a diff for (from the objects), as Argo CD's app diff does."""
+
 _NOT_IN_SYNC = frozenset(
     (
         ResourceStatus.OUT_OF_SYNC,
@@ -388,6 +394,19 @@ class Drift:
         """Counts toward the app and is not Synced: OutOfSync, Missing, Extraneous or Unknown
         (the DRIFTED column of --all, the metrics' drifted resources)."""
         return self.counts and self.status in _NOT_IN_SYNC
+
+    def without_bodies(self) -> Drift:
+        """This drift without its objects when no built-in output reads them: no change, no
+        suppressed change (their JSON pointers are resolved against the objects), and no diff
+        to show (OutOfSync, Missing, Extraneous). Synced resources, most of any app, shrink to
+        their key and status; this is what a worker process sends back (fanout)."""
+        if self.changes or self.suppressed or self.status in SHOWN_IN_DIFF:
+            return self
+        if self.desired is None and self.live is None and self.predicted is None:
+            return self
+        return dataclasses.replace(
+            self, desired=None, live=None, predicted=None, normalized_live=None
+        )
 
 
 class Severity(enum.IntEnum):
@@ -456,6 +475,13 @@ class AppReport:
     application: Application | None = None
     strategy: DiffStrategy = DiffStrategy.LEGACY  # how Argo CD diffs this app
     strategy_reason: str = ""  # the option that chose it, e.g. "syncOptions ServerSideApply=true"
+
+    def without_bodies(self) -> AppReport:
+        """The report with `Drift.without_bodies` applied to each resource: every built-in
+        output (text, json, yaml, diff, --query, openmetrics) renders it exactly as the whole."""
+        return dataclasses.replace(
+            self, resources=tuple(d.without_bodies() for d in self.resources)
+        )
 
 
 @dataclass(frozen=True, slots=True)

@@ -29,6 +29,7 @@ from kubectl_gitdrift import (
     defaults,
     diff,
     engine,
+    fanout,
     hookspecs,
     model,
     normalize,
@@ -464,24 +465,38 @@ def run_all(
     audit_log: audit.AuditLog | None = None,
     index: engine.LiveIndex | None = None,
     progress: Progress | None = None,
+    bodies: bool = True,
 ) -> list[model.AppReport]:
-    """`run_one` for every rendered target, in order, in this process: the engine is pure
-    Python (threads would take turns on one core), and forked processes were measured no faster
-    on 2 cores (each report crossing the pipe costs what the second core saves)."""
-    reports = []
+    """`run_one` for every rendered target, in order. Many apps are compared in forked worker
+    processes (fanout: one per core, the loaded state shared copy-on-write), a few in this one.
+    `bodies=False`: the reports may leave out the objects no built-in output reads
+    (`AppReport.without_bodies`), which is most of what a worker would otherwise send back."""
     todo = [t for t in targets if t.app is not None and t.rendered is not None]
+    history = _history_cache(args)
+    workers = fanout.processes(len(todo), max_workers())
+
+    def one(target: Target) -> tuple[model.AppReport, dict[str, dict[str, Any]]]:
+        report = run_one(target, state, settings, pm, options, args, audit_log, index=index)
+        learned = history.unwritten() if history is not None and workers > 1 else {}
+        return (report if bodies else report.without_bodies()), learned
+
+    reports = []
     if progress is not None:
         progress.start("comparing", len(todo))
     try:
-        for target in todo:
-            reports.append(
-                run_one(target, state, settings, pm, options, args, audit_log, index=index)
-            )
-            if progress is not None:
-                progress.advance(target.name)
-            gc.freeze()  # each report lives all run too: the cyclic GC need not rescan it
+        with (
+            contextlib.closing(fanout.imap(one, todo, workers, lambda t: t.name))
+            if workers > 1
+            else contextlib.nullcontext(map(one, todo))
+        ) as results:
+            for target, (report, learned) in zip(todo, results, strict=True):
+                reports.append(report)
+                if history is not None and learned:
+                    history.merge(learned)  # what a worker looked up in git
+                if progress is not None:
+                    progress.advance(target.name)
+                gc.freeze()  # each report lives all run too: the cyclic GC need not rescan it
     finally:
-        history = _history_cache(args)
         if history is not None:
             history.flush()  # what the apps looked up in git, written once
     return reports
@@ -626,6 +641,7 @@ def gather_live(
         queries, not_served = cluster.plan(kc.discovery, wants, namespaces, tracking_label=label)
         notes.extend(not_served)
         listed.start(kc, [q for q in queries if not listed.started(q)])
+        _meanwhile(kc, args)
         results = listed.results(queries)
         docs: dict[model.ObjectKey, model.Body] = {}
         for body in [*bodies, *argocd_docs]:
@@ -676,6 +692,15 @@ def gather_live(
             notes=sorted(set(notes)),
         )
     return state, targets
+
+
+def _meanwhile(kc: Any, args: argparse.Namespace) -> None:
+    """Work the run does later anyway, done while the LISTs are out (the interpreter is idle
+    until the server answers): the built-in OpenAPI definitions (kept), and for a text report
+    the table module (30 ms to import)."""
+    openapi.load_builtin_definitions(_kube(kc))
+    if getattr(args, "output", "") == "text" and not getattr(args, "query", None):
+        import tabulate  # noqa: F401 - imported here for report.render_text
 
 
 class _Listed:

@@ -23,7 +23,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -278,6 +278,20 @@ class HistoryCache:
         with _history_lock:
             known[path] = value
             _unwritten.add((self.directory, sha))
+
+    def unwritten(self) -> dict[str, dict[str, Any]]:
+        """The commits `put` added to since the last flush, with all they know, and no longer
+        due here: a worker process hands them to its parent (`merge`), which writes them."""
+        with _history_lock:
+            due = sorted(sha for directory, sha in _unwritten if directory == self.directory)
+            _unwritten.difference_update((self.directory, sha) for sha in due)
+            return {sha: dict(_histories[(self.directory, sha)]) for sha in due}
+
+    def merge(self, known: Mapping[str, Mapping[str, Any]]) -> None:
+        """Take in what a worker's `unwritten` returned; `flush` writes it."""
+        for sha, paths in known.items():
+            for path, value in paths.items():
+                self.put(sha, path, value)
 
     def flush(self) -> None:
         with _history_lock:

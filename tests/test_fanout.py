@@ -1,0 +1,215 @@
+"""fanout: items computed in forked worker processes, in order, with errors and deaths reported;
+and `--all` compared in worker processes gives byte for byte the report of one process."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kubectl_gitdrift import fanout, model
+from kubectl_gitdrift.errors import GitDriftError, SourceError
+from tests.conftest import ROOT, load_script
+
+
+def _pid_of(item: int) -> tuple[int, int]:
+    return item * item, os.getpid()
+
+
+def test_results_come_back_in_order_from_other_processes() -> None:
+    items = list(range(100))
+    results = list(fanout.imap(_pid_of, items, 2))
+    assert [square for square, _ in results] == [i * i for i in items]
+    pids = {pid for _, pid in results}
+    assert os.getpid() not in pids
+    assert len(pids) == 2  # both workers took items (each has two queued from the start)
+
+
+def test_large_results_cross_the_pipe_whole() -> None:
+    """Answers bigger than a pipe's buffer arrive intact, interleaved between workers."""
+    results = list(fanout.imap(lambda n: "x" * n, [300_000, 5, 1_000_000, 70_000] * 5, 2))
+    assert [len(r) for r in results] == [300_000, 5, 1_000_000, 70_000] * 5
+
+
+def _reaped(pids: list[int]) -> bool:
+    """No process with these ids is left, not even a zombie."""
+    return not any(Path(f"/proc/{pid}").exists() for pid in pids)
+
+
+def test_an_error_in_a_worker_is_raised_here_and_every_worker_is_reaped(tmp_path: Path) -> None:
+    seen = tmp_path / "pids"
+
+    def fn(item: int) -> int:
+        with seen.open("a") as out:
+            out.write(f"{os.getpid()}\n")
+        if item == 37:
+            raise SourceError("kustomize build failed for app-37", hint="look at app-37")
+        return item
+
+    with pytest.raises(SourceError, match="app-37") as caught:
+        list(fanout.imap(fn, list(range(60)), 2))
+    assert caught.value.hint == "look at app-37"
+    pids = sorted({int(line) for line in seen.read_text().split()})
+    assert os.getpid() not in pids
+    assert _reaped(pids)  # a worker still busy (or not yet started) when the error came is too
+
+
+def test_a_worker_that_dies_is_named_with_its_item() -> None:
+    def fn(item: str) -> str:
+        if item == "argocd/shop-0007":
+            os.kill(os.getpid(), signal.SIGKILL)
+        return item
+
+    items = [f"argocd/shop-{i:04d}" for i in range(40)]
+    with pytest.raises(GitDriftError) as caught:
+        list(fanout.imap(fn, items, 2, describe=lambda item: item))
+    assert caught.value.message == (
+        "a worker process was killed by SIGKILL while comparing argocd/shop-0007"
+    )
+    assert "KUBECTL_GITDRIFT_WORKERS=1" in (caught.value.hint or "")
+
+
+def test_an_answer_that_cannot_be_pickled_is_an_error() -> None:
+    with pytest.raises(GitDriftError, match="could not send its answer"):
+        list(fanout.imap(lambda _item: threading.Lock(), [1, 2, 3], 2))
+
+
+def test_stopping_early_kills_and_reaps_the_workers(tmp_path: Path) -> None:
+    seen = tmp_path / "pids"
+
+    def fn(item: int) -> int:
+        with seen.open("a") as out:
+            out.write(f"{os.getpid()}\n")
+        return item
+
+    results = fanout.imap(fn, list(range(1000)), 2)
+    assert next(results) == 0
+    results.close()
+    pids = sorted({int(line) for line in seen.read_text().split()})
+    assert pids
+    assert _reaped(pids)
+
+
+def test_processes_only_where_forking_is_safe_and_pays(monkeypatch: pytest.MonkeyPatch) -> None:
+    cores = len(os.sched_getaffinity(0))
+    with monkeypatch.context() as alone:  # as in the CLI: other tests' servers run threads here
+        alone.setattr(threading, "active_count", lambda: 1)
+        assert fanout.processes(10, 8) == 1  # too few items for a second process
+        assert fanout.processes(10_000, 1) == 1  # KUBECTL_GITDRIFT_WORKERS=1
+        assert fanout.processes(10_000, 8) == min(cores, 8)
+    stop = threading.Event()
+    thread = threading.Thread(target=stop.wait)
+    thread.start()
+    try:
+        assert fanout.processes(10_000, 8) == 1  # a fork would copy one thread of two
+    finally:
+        stop.set()
+        thread.join()
+
+
+def test_without_bodies_keeps_what_outputs_read() -> None:
+    key = model.ObjectKey("", "ConfigMap", "prod", "web")
+    body = {"metadata": {"name": "web"}}
+    synced = model.Drift(key, model.ResourceStatus.SYNCED, desired=body, live=body)
+    assert synced.without_bodies() == model.Drift(key, model.ResourceStatus.SYNCED)
+    change = model.Change(model.Op.CHANGE, ("data", "a"), "1", "2")
+    changed = model.Drift(key, model.ResourceStatus.OUT_OF_SYNC, (change,), live=body)
+    assert changed.without_bodies() is changed
+    missing = model.Drift(key, model.ResourceStatus.MISSING, desired=body)
+    assert missing.without_bodies() is missing  # -o diff prints it from its body
+
+
+# --------------------------------------------------------------------------- --all, end to end
+
+_RUN = textwrap.dedent(
+    """
+    import sys
+    from kubectl_gitdrift import cli, fanout
+
+    calls = []
+    imap = fanout.imap
+    def counted(fn, items, workers, describe=str):
+        calls.append(workers)
+        return imap(fn, items, workers, describe)
+    fanout.imap = counted
+    with open(sys.argv[1], "w", encoding="utf-8") as out:
+        code = cli.main(sys.argv[2:], stdout=out)
+    sys.stderr.write(f"forked workers: {calls}\\n")
+    sys.exit(code)
+    """
+)
+
+
+@pytest.fixture(scope="module")
+def fleet40(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any]]:
+    """40 generated Applications (bench/generate.py), a fifth of them drifted: enough for two
+    workers (fanout.MIN_ITEMS_PER_PROCESS each)."""
+    gen = load_script("bench_generate", ROOT / "bench" / "generate.py")
+    out = tmp_path_factory.mktemp("fleet40")
+    meta = gen.generate(gen.Scenario("fleet-40", 40, 1, drift=0.2), out)
+    return out, meta
+
+
+def _run(
+    tmp_path: Path, fleet: Path, cache: Path, workers: str | None, *argv: str
+) -> tuple[str, str]:
+    env = {k: v for k, v in os.environ.items() if k != "KUBECTL_GITDRIFT_WORKERS"}
+    env["KUBECTL_GITDRIFT_CACHE_DIR"] = str(cache)
+    if workers is not None:
+        env["KUBECTL_GITDRIFT_WORKERS"] = workers
+    report = tmp_path / "report"
+    args = ["--all", "--snapshot", str(fleet / "snapshot.json"), "--repo-root", str(fleet / "repo")]
+    proc = subprocess.run(
+        [sys.executable, "-c", _RUN, str(report), *args, "--no-entry-points", *argv],
+        env=env,
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=ROOT,
+    )
+    assert proc.returncode == 1, proc.stderr  # the fleet has drift
+    return report.read_text(encoding="utf-8"), proc.stderr
+
+
+@pytest.mark.slow
+def test_all_in_worker_processes_is_byte_identical(
+    tmp_path: Path, fleet40: tuple[Path, dict[str, Any]]
+) -> None:
+    fleet, _meta = fleet40
+    alone = tmp_path / "cache-one-process"
+    json_alone, err = _run(tmp_path, fleet, alone, "1", "-o", "json")
+    assert "forked workers: []" in err
+    assert len(json.loads(json_alone)["applications"]) == 40
+    # the same renders, no git history yet: the workers look it up and hand it back
+    shared = tmp_path / "cache-workers"
+    shutil.copytree(alone, shared, ignore=shutil.ignore_patterns("history"))
+    json_workers, err = _run(tmp_path, fleet, shared, None, "-o", "json")
+    assert "forked workers: [2]" in err, err
+    assert json_workers == json_alone
+    histories = sorted(p.name for p in (alone / "history").iterdir())
+    assert histories
+    assert sorted(p.name for p in (shared / "history").iterdir()) == histories
+    for name in histories:
+        assert json.loads((shared / "history" / name).read_text()) == json.loads(
+            (alone / "history" / name).read_text()
+        )
+    for output in (
+        ["-o", "text"],
+        ["-o", "diff"],
+        ["-o", "yaml"],
+        ["--query", "applications[].name"],
+    ):
+        one, _ = _run(tmp_path, fleet, shared, "1", *output)
+        many, err = _run(tmp_path, fleet, shared, None, *output)
+        assert "forked workers: [2]" in err, err
+        assert many == one, output
