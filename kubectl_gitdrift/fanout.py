@@ -2,9 +2,12 @@
 
 The engine is pure Python: threads take turns on one core. Forked children share the parent's
 loaded state (the snapshot, the renders, the live index) copy-on-write, so only an item's index
-goes to a worker and only its result (pickled) comes back. Linux only, and only from a process
-with no other thread running (a fork copies one thread; a lock another thread held would stay
-held in the child); anywhere else `processes` answers 1 and the caller runs the items itself.
+goes to a worker and only its result (pickled) comes back. Linux only, and only from the main
+thread while every other thread is a daemon (a fork copies one thread, and a lock another
+thread held stays held in the child: the daemons here are our own progress ticker, the serve
+exporter's HTTP threads and a cluster loop already stopped, none of whose locks a worker takes,
+and a worker writes through stdio objects of its own); anywhere else `processes` answers 1 and
+the caller runs the items itself.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ import signal
 import struct
 import sys
 import threading
+import warnings
 from collections.abc import Callable, Generator, Iterator, Sequence
 from typing import Any, TypeVar
 
@@ -41,8 +45,10 @@ def processes(items: int, limit: int) -> int:
     At most one per usable core and `limit`, at least MIN_ITEMS_PER_PROCESS items each."""
     if sys.platform != "linux" or not hasattr(os, "fork"):
         return 1
-    if threading.active_count() > 1:
-        return 1
+    if threading.current_thread() is not threading.main_thread() or not all(
+        t.daemon for t in threading.enumerate() if t is not threading.main_thread()
+    ):
+        return 1  # e.g. a render pool still running: its locks would stay held in a worker
     cores = len(os.sched_getaffinity(0))
     return max(1, min(cores, limit, items // MIN_ITEMS_PER_PROCESS))
 
@@ -77,7 +83,9 @@ class _Pool:
         for _ in range(workers):
             task_r, task_w = os.pipe()
             result_r, result_w = os.pipe()
-            pid = os.fork()
+            with warnings.catch_warnings():  # 3.12+ warns of any other thread: see above
+                warnings.simplefilter("ignore", DeprecationWarning)
+                pid = os.fork()
             if pid == 0:  # pragma: no cover (the child; coverage cannot follow os._exit)
                 code = 70
                 try:
@@ -182,6 +190,12 @@ def _child(fn: Callable[[Any], Any], items: Sequence[Any], tasks: int, results: 
     signal handlers) runs here."""
     signal.signal(signal.SIGINT, signal.SIG_DFL)  # Ctrl-C: the whole process group goes
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    # Never the parent's stdio objects: another thread may have held their locks at the fork,
+    # and the report on stdout is the parent's alone. A warning or a crash still reaches fd 2.
+    sys.stdin = sys.stdout = open(os.devnull, "r+", encoding="utf-8")  # noqa: PTH123, SIM115
+    sys.stderr = open(  # noqa: SIM115
+        2, "w", buffering=1, encoding="utf-8", errors="backslashreplace", closefd=False
+    )
     with os.fdopen(tasks, "rb") as inbox, os.fdopen(results, "wb") as outbox:
         while True:
             raw = inbox.read(_TASK.size)

@@ -107,13 +107,41 @@ def test_processes_only_where_forking_is_safe_and_pays(monkeypatch: pytest.Monke
         assert fanout.processes(10_000, 1) == 1  # KUBECTL_GITDRIFT_WORKERS=1
         assert fanout.processes(10_000, 8) == min(cores, 8)
     stop = threading.Event()
-    thread = threading.Thread(target=stop.wait)
+    thread = threading.Thread(target=stop.wait)  # e.g. a render pool not yet shut down
     thread.start()
     try:
         assert fanout.processes(10_000, 8) == 1  # a fork would copy one thread of two
     finally:
         stop.set()
         thread.join()
+
+
+def test_a_daemon_thread_writing_to_stderr_does_not_stop_the_workers(
+    capfd: pytest.CaptureFixture[str],
+) -> None:
+    """The progress ticker (a daemon thread) redraws on stderr while workers fork and run; a
+    worker writes through stdio objects of its own, so a lock the ticker held cannot hang it."""
+    stop = threading.Event()
+
+    def ticker() -> None:
+        while not stop.is_set():
+            sys.stderr.write("tick\r")
+
+    def fn(item: int) -> int:
+        sys.stderr.write(f"worker {item}\n")
+        print("never on the parent's stdout")
+        return item
+
+    thread = threading.Thread(target=ticker, daemon=True)
+    thread.start()
+    try:
+        assert list(fanout.imap(fn, list(range(200)), 2)) == list(range(200))
+    finally:
+        stop.set()
+        thread.join()
+    captured = capfd.readouterr()
+    assert "never on the parent's stdout" not in captured.out
+    assert "worker 199\n" in captured.err
 
 
 def test_without_bodies_keeps_what_outputs_read() -> None:
