@@ -154,6 +154,13 @@ def _remarshal_typed(body: Any, node: Node, *, top: bool) -> Any:
         item = node.items()
         if item is None:
             return [_remarshal(v, None, top=False) for v in body]
+        if item.plain_object:
+            return [
+                _typed_object(v, item, False)
+                if type(v) is dict
+                else _remarshal_typed(v, item, top=False)
+                for v in body
+            ]
         return [_remarshal_typed(v, item, top=False) for v in body]
     if isinstance(body, float) and body.is_integer():
         return int(body)
@@ -163,41 +170,79 @@ def _remarshal_typed(body: Any, node: Node, *, top: bool) -> Any:
 _LEAF_TYPES = {"string": str, "integer": int, "boolean": bool}
 
 
+class _Plan(dict):  # type: ignore[type-arg]
+    """Per schema node, per key of its objects: (child node, the scalar type kept inline, keep
+    it when falsy, the child is a plain object); built on first use of each key."""
+
+    __slots__ = ("node",)
+
+    def __init__(self, node: Node) -> None:
+        super().__init__()
+        self.node = node
+
+    def __missing__(self, key: str) -> tuple[Node | None, Any, bool, bool]:
+        node = self.node
+        known = node.known_fields()
+        step: tuple[Node | None, Any, bool, bool]
+        if known is not None and key not in known:
+            step = (None, _REJECT, False, False)  # Go's strict decoder rejects the object
+        else:
+            child = node.field(key)
+            if child is None:
+                step = (None, None, False, False)
+            else:
+                leaf = _LEAF_TYPES.get(child.scalar_type or "")
+                keep = (
+                    node.is_map_of_values  # map[string]T: Go keeps every entry, "" and 0 too
+                    or (leaf is int and key in _POINTER_INTS)
+                    or (leaf is bool and key in _POINTER_BOOLS)
+                )
+                step = (child, leaf, keep, child.plain_object)
+        self[key] = step
+        return step
+
+
+_REJECT = object()
+_PLANS: dict[Node, _Plan] = {}
+"""The plans of the schema nodes met so far (forgotten past _PLANS_MAX: a long-running process
+builds a schema per cycle, and a plan holds its node)."""
+_PLANS_MAX = 8192
+
+
+def _plan(node: Node) -> _Plan:
+    plan = _PLANS.get(node)
+    if plan is None:
+        if len(_PLANS) >= _PLANS_MAX:
+            _PLANS.clear()
+        plan = _PLANS[node] = _Plan(node)
+    return plan
+
+
 def _typed_object(body: Mapping[str, Any], node: Node, top: bool) -> dict[str, Any]:
     """`_remarshal_typed` of a dict at a plain object node: the hot loop, with the common
-    scalar leaves (a str, int or bool where the schema says so) decided inline."""
-    known = node.known_fields()
+    scalar leaves (a str, int or bool where the schema says so) decided inline from the node's
+    plan (`_Plan`)."""
+    plan = _PLANS.get(node) or _plan(node)
     out: dict[str, Any] = {}
-    entries = node.is_map_of_values  # map[string]T: Go keeps every entry, "" and 0 too
-    field = node.field
     for key, value in body.items():
-        if known is not None and key not in known:
-            raise _Undecodable
-        child = field(key)
-        if child is None:
-            out[key] = _untyped(value)
-            continue
+        child, leaf, keep, plain = plan[key]
         cls = type(value)
-        scalar = child.scalar_type
-        if scalar is not None and cls is _LEAF_TYPES.get(scalar):
-            if entries:
-                out[key] = value
-            elif cls is str:
-                if value:
-                    out[key] = value
-            elif cls is int:
-                if value or key in _POINTER_INTS:
-                    out[key] = value
-            elif value or key in _POINTER_BOOLS:
+        if cls is leaf:
+            if keep or value:
                 out[key] = value
             continue
-        if cls is dict and value and child.plain_object:
+        if child is None:
+            if leaf is _REJECT:
+                raise _Undecodable
+            out[key] = value if cls in _PLAIN_ATOMS else _untyped(value)
+            continue
+        if cls is dict and value and plain:
             out[key] = _typed_object(value, child, False)
             continue
         if key == "creationTimestamp" and value is None:
             out[key] = None  # metav1.Time is a struct: Go keeps the zero time as null
             continue
-        if entries and value is not None:
+        if node.is_map_of_values and value is not None:
             pass
         elif (value is None or value == []) and (node.definition, key) in _NOT_OMITEMPTY:
             out[key] = None if value is None else []

@@ -7,11 +7,11 @@ kept verbatim as the reference the optimised versions are property-tested agains
 # mypy: ignore-errors
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from kubectl_gitdrift import model
-from kubectl_gitdrift.normalize import Node
+from kubectl_gitdrift import model, quantity
+from kubectl_gitdrift.normalize import _NOT_OMITEMPTY, _POINTER_BOOLS, _POINTER_INTS, Node
 
 _MISSING = object()
 
@@ -184,3 +184,283 @@ def strip_to(shape: Any, value: Any) -> Any:
             for i, v in enumerate(value)
         ]
     return value
+
+
+def remarshal(body: Any, node: Node | None, *, top: bool = True) -> Any:
+    """What Argo CD's remarshal (a JSON round-trip through the Go type) does to built-in kinds:
+    canonical quantities, integral floats as ints, null, empty and zero-valued optional fields
+    dropped (pointer fields keep `false`/`0`; fields without omitempty, `_NOT_OMITEMPTY`, keep
+    `[]` and null; a zero `creationTimestamp`, a struct in Go, stays null). Always returns a new
+    object, sharing no containers with `body` but the raw JSON below.
+
+    `node` None means an unknown kind (a CRD): only number spelling changes. So does an object
+    Go could not decode strictly (a field the type does not have, a string in an integer field):
+    Argo CD then compares it as written, and the unknown field stays drift for good.
+
+    Raw JSON the Go types keep byte for byte (managedFields' `fieldsV1`, RawExtension) is neither
+    normalized nor copied: it is shared with `body`, and read-only like `body` itself.
+    """
+    if node is not None and top:
+        try:  # one pass: remarshal as the type, checking on the way that Go would decode it
+            return _remarshal_typed(body, node, top=True)
+        except _Undecodable:
+            node = None
+    return _remarshal(body, node, top=top)
+
+
+class _Undecodable(Exception):
+    """Go's strict decoder would reject the object: it is compared as written."""
+
+
+_SCALARS = (str, int, float)
+
+
+def _remarshal_typed(body: Any, node: Node, *, top: bool) -> Any:
+    """`_remarshal(body, node)`, raising `_Undecodable` where `decodes(body, node)` is False."""
+    if type(body) is dict and node.plain_object:
+        return _typed_object(body, node, top)
+    if body is None:
+        return None
+    if node.opaque:
+        return body
+    if node.is_quantity or node.is_int_or_string:
+        if not isinstance(body, _SCALARS) or isinstance(body, bool):
+            raise _Undecodable
+        if isinstance(body, float) and body.is_integer():
+            return int(body)
+        if node.is_quantity:
+            return quantity.canonical(body) or body
+        return body
+    kind = node.type
+    if kind is not None:
+        if not _json_type_ok(body, kind):
+            raise _Undecodable
+    elif isinstance(body, float) and body.is_integer():
+        return int(body)
+    if type(body) is dict or isinstance(body, Mapping):
+        return _typed_object(body, node, top)
+    if isinstance(body, list):
+        item = node.items()
+        if item is None:
+            return [_remarshal(v, None, top=False) for v in body]
+        return [_remarshal_typed(v, item, top=False) for v in body]
+    if isinstance(body, float) and body.is_integer():
+        return int(body)
+    return body
+
+
+_LEAF_TYPES = {"string": str, "integer": int, "boolean": bool}
+
+
+def _typed_object(body: Mapping[str, Any], node: Node, top: bool) -> dict[str, Any]:
+    """`_remarshal_typed` of a dict at a plain object node: the hot loop, with the common
+    scalar leaves (a str, int or bool where the schema says so) decided inline."""
+    known = node.known_fields()
+    out: dict[str, Any] = {}
+    entries = node.is_map_of_values  # map[string]T: Go keeps every entry, "" and 0 too
+    field = node.field
+    for key, value in body.items():
+        if known is not None and key not in known:
+            raise _Undecodable
+        child = field(key)
+        if child is None:
+            out[key] = _untyped(value)
+            continue
+        cls = type(value)
+        scalar = child.scalar_type
+        if scalar is not None and cls is _LEAF_TYPES.get(scalar):
+            if entries:
+                out[key] = value
+            elif cls is str:
+                if value:
+                    out[key] = value
+            elif cls is int:
+                if value or key in _POINTER_INTS:
+                    out[key] = value
+            elif value or key in _POINTER_BOOLS:
+                out[key] = value
+            continue
+        if cls is dict and value and child.plain_object:
+            out[key] = _typed_object(value, child, False)
+            continue
+        if key == "creationTimestamp" and value is None:
+            out[key] = None  # metav1.Time is a struct: Go keeps the zero time as null
+            continue
+        if entries and value is not None:
+            pass
+        elif (value is None or value == []) and (node.definition, key) in _NOT_OMITEMPTY:
+            out[key] = None if value is None else []
+            continue
+        elif _empty_optional(key, value, child):
+            if value is not None and not decodes(value, child):
+                raise _Undecodable
+            continue
+        out[key] = _remarshal_typed(value, child, top=False)
+    return out
+
+
+def _json_type_ok(body: Any, kind: str) -> bool:
+    """The JSON type check of `decodes` for a node of declared type `kind`."""
+    cls = type(body)
+    if (kind, cls) in _TYPE_OK:
+        return True
+    if cls is float and kind == "integer":
+        return body.is_integer()  # type: ignore[no-any-return]
+    if cls in _EXACT:
+        return False
+    if not isinstance(body, _JSON_TYPES[kind]) or (kind in ("integer", "number") and body is True):
+        return False
+    if isinstance(body, bool) and kind != "boolean":
+        return False
+    return not (kind == "integer" and isinstance(body, float) and not body.is_integer())
+
+
+_TYPE_OK = frozenset(
+    {
+        ("string", str), ("integer", int), ("number", int), ("number", float),
+        ("boolean", bool), ("object", dict), ("array", list),
+    }
+)  # fmt: skip
+_EXACT = frozenset({str, int, float, bool, dict, list})
+
+
+def _remarshal(body: Any, node: Node | None, *, top: bool) -> Any:
+    if node is None:
+        return _untyped(body)
+    if node.opaque:
+        return body
+    if isinstance(body, float) and body.is_integer():
+        return int(body)
+    if node.is_quantity and isinstance(body, (str, int, float)) and not isinstance(body, bool):
+        return quantity.canonical(body) or body
+    if isinstance(body, Mapping):
+        out: dict[str, Any] = {}
+        entries = node.is_map_of_values  # map[string]T: Go keeps every entry, "" and 0 too
+        for key, value in body.items():
+            child = node.field(key)
+            if key == "creationTimestamp" and value is None:
+                out[key] = None  # metav1.Time is a struct: Go keeps the zero time as null
+                continue
+            if entries and value is not None:
+                pass
+            elif (value is None or value == []) and (node.definition, key) in _NOT_OMITEMPTY:
+                out[key] = None if value is None else []
+                continue
+            elif child is not None and _empty_optional(key, value, child):
+                continue
+            out[key] = _remarshal(value, child, top=False)
+        return out
+    if isinstance(body, list):
+        item = node.items()
+        return [_remarshal(v, item, top=False) for v in body]
+    return body
+
+
+def _untyped(body: Any) -> Any:
+    """`_remarshal(body, None)`: a copy with integral floats as ints."""
+    cls = type(body)
+    if cls is dict:
+        return {k: (v if type(v) in _PLAIN_ATOMS else _untyped(v)) for k, v in body.items()}
+    if cls is list:
+        return [v if type(v) in _PLAIN_ATOMS else _untyped(v) for v in body]
+    if cls in _PLAIN_ATOMS:
+        return body
+    if isinstance(body, float) and body.is_integer():
+        return int(body)
+    if isinstance(body, Mapping):
+        return {k: _untyped(v) for k, v in body.items()}
+    if isinstance(body, list):
+        return [_untyped(v) for v in body]
+    return body
+
+
+_PLAIN_ATOMS = frozenset({str, int, bool, type(None)})
+
+
+def _empty_optional(key: str, value: Any, node: Node) -> bool:
+    if value is None:
+        return True  # nil pointers, maps and slices are omitted
+    if value == [] or value == "":
+        return True
+    if value is False and node.type == "boolean":
+        return key not in _POINTER_BOOLS
+    if (
+        value == 0
+        and isinstance(value, int)
+        and not isinstance(value, bool)
+        and node.type == "integer"
+    ):
+        return key not in _POINTER_INTS
+    return value == {} and node.is_map_of_values
+
+
+_JSON_TYPES: dict[str, tuple[type, ...]] = {
+    "string": (str,),
+    "integer": (int, float),
+    "number": (int, float),
+    "boolean": (bool,),
+    "object": (Mapping,),
+    "array": (list,),
+}
+
+
+def decodes(body: Any, node: Node) -> bool:
+    """Would Go's strict decoder (DisallowUnknownFields) accept `body` as this type? False for a
+    field the type does not declare and for a value of the wrong JSON type (`replicas: "3"`)."""
+    if body is None or node.opaque:
+        return True
+    if node.is_quantity or node.is_int_or_string:
+        return isinstance(body, (str, int, float)) and not isinstance(body, bool)
+    kind = node.type
+    if kind is not None:
+        allowed = _JSON_TYPES[kind]
+        if not isinstance(body, allowed) or (kind in ("integer", "number") and body is True):
+            return False
+        if isinstance(body, bool) and kind != "boolean":
+            return False
+        if kind == "integer" and isinstance(body, float) and not body.is_integer():
+            return False
+    if isinstance(body, Mapping):
+        known = node.known_fields()
+        for key, value in body.items():
+            if known is not None and key not in known:
+                return False
+            child = node.field(key)
+            if child is not None and not decodes(value, child):
+                return False
+    elif isinstance(body, list):
+        item = node.items()
+        if item is not None:
+            return all(decodes(v, item) for v in body)
+    return True
+
+
+def remarshal_known_types(
+    body: dict[str, Any], key: model.ObjectKey, definition: Callable[[str], Node | None]
+) -> None:
+    """Argo CD's known-types normalizer, in place: CRD fields that hold a Kubernetes type
+    (Rollout `spec.template.spec` is a PodSpec) are re-marshalled as that type."""
+    for path, name in KNOWN_TYPE_FIELDS.get((key.group, key.kind), ()):
+        node = definition(name)
+        if node is not None:
+            _remarshal_at(body, path, node)
+
+
+KNOWN_TYPE_FIELDS: Mapping[tuple[str, str], tuple[tuple[tuple[str, ...], str], ...]] = {
+    ("argoproj.io", "Rollout"): ((("spec", "template", "spec"), "io.k8s.api.core.v1.PodSpec"),),
+}
+
+
+def _remarshal_at(body: Any, path: Sequence[str], node: Node) -> None:
+    if isinstance(body, list):  # the field path walks through lists
+        for item in body:
+            _remarshal_at(item, path, node)
+        return
+    if not isinstance(body, dict) or not path or path[0] not in body:
+        return
+    if len(path) == 1:
+        value = body[path[0]]
+        if isinstance(value, Mapping) and decodes(value, node):
+            body[path[0]] = _remarshal(value, node, top=False)
+        return
+    _remarshal_at(body[path[0]], path[1:], node)
