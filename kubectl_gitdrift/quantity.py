@@ -22,6 +22,7 @@ import math
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from fractions import Fraction
+from functools import lru_cache
 
 __all__ = ["canonical", "canonical_resource", "is_quantity"]
 
@@ -65,12 +66,23 @@ def canonical(value: str | float) -> str | None:
     numbers (int or float) are first spelled the way Go's encoding/json spells them
     (`1000.0` → `1000`).
     Returns None when Go would fail to decode the value (`"1.1.M"`, `"aoeu"`, `True`, NaN).
+    Memoized for str, int and float (objects repeat the same few quantities).
     """
+    cls = type(value)
+    if cls is str or cls is int or cls is float:
+        return _canonical_memo(value)
+    return _canonical(value)
+
+
+def _canonical(value: str | float) -> str | None:
     text = _as_text(value)
     if text is None:
         return None
     q = _parse(text)
     return None if q is None else _to_string(q)
+
+
+_canonical_memo = lru_cache(maxsize=4096, typed=True)(_canonical)  # typed: 1, 1.0 apart
 
 
 def canonical_resource(value: str | float) -> str | None:
