@@ -23,7 +23,7 @@ from kubectl_gitdrift import (
     remedies,
     tracking,
 )
-from kubectl_gitdrift.compare import legacy, serverside, structured
+from kubectl_gitdrift.compare import legacy, structured
 
 
 @dataclass(frozen=True)
@@ -290,6 +290,8 @@ class _Strategies:
             ctx = replace(self.ctx, choice=choice)
             self.switched.append(desired.key)
         if choice.strategy is model.DiffStrategy.SERVER_SIDE_DIFF:
+            from kubectl_gitdrift.compare import serverside  # only apps on Server-Side Diff
+
             answer = self.dry_run.get(desired.key) if self.dry_run is not None else None
             if answer is None and live is not None:
                 self.emulated.append(desired.key)

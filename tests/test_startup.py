@@ -11,6 +11,10 @@ from pathlib import Path
 import pytest
 
 from kubectl_gitdrift import cli, plugins
+from tests.apiserver import (
+    ServerFactory,
+    kube_apiserver,  # noqa: F401 - the fixture
+)
 from tests.conftest import ROOT, TESTDATA
 
 INCIDENT = TESTDATA / "incident"
@@ -149,3 +153,53 @@ def test_offline_run_imports_no_cluster_client_exporter_or_terminal_code(
 
 def test_builtin_renderers_name_matches_the_plugin_manager() -> None:
     assert plugins.BUILTIN_NAMES["kubectl_gitdrift.builtin.renderers"] == cli._BUILTIN_RENDERERS
+
+
+LIVE_ABSENT = (
+    "jq",  # no jq rule in argocd-cm or the Application
+    "jsonschema",
+    "kubernetes_validate",
+    "tqdm",  # not a terminal
+    "prometheus_client",
+    "http.server",
+    "jmespath",
+    "kubectl_gitdrift.serve",
+    "kubectl_gitdrift.metrics",
+    "kubectl_gitdrift.pushgateway",
+    "kubectl_gitdrift.completion",
+    "kubectl_gitdrift.compare.serverside",  # the app compares with the legacy diff
+)
+
+
+@pytest.mark.cluster
+@pytest.mark.parametrize(
+    ("fmt", "also_absent"),
+    [("text", ()), ("json", ("tabulate", "wcwidth", "importlib.metadata"))],
+)
+def test_live_run_imports_the_cluster_client_and_nothing_it_does_not_use(
+    build_repo,  # type: ignore[no-untyped-def]
+    kube_apiserver: ServerFactory,  # noqa: F811
+    fmt: str,
+    also_absent: tuple[str, ...],
+) -> None:
+    """A live run (issue 18): kr8s, and none of what the offline run leaves out but the
+    cluster client; `-o text` imports the table module while the LISTs are out."""
+    import yaml
+
+    items = yaml.safe_load((INCIDENT / "snapshot.yaml").read_text())["items"]
+    server = kube_apiserver(items)
+    repo = Path(build_repo(INCIDENT / "repo-src"))
+    code, modules = imported(
+        "guestbook",
+        "--kubeconfig",
+        str(server.kubeconfig_path),
+        "--repo-root",
+        str(repo),
+        "--no-entry-points",
+        "-o",
+        fmt,
+    )
+    assert code == 1  # the incident's drift
+    assert {"kr8s", "httpx", "kubectl_gitdrift.cluster"} <= modules
+    assert _present(modules, LIVE_ABSENT + also_absent) == []
+    assert ("tabulate" in modules) == (fmt == "text")
