@@ -6,6 +6,7 @@ from __future__ import annotations
 import base64
 import json
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -206,3 +207,87 @@ def test_reduce_definitions_keeps_what_the_kinds_reference() -> None:
     containers = reduced["io.k8s.api.core.v1.PodSpec"]["properties"]["containers"]
     assert containers["x-kubernetes-patch-merge-key"] == "name"
     assert len(json.dumps(reduced)) < len(json.dumps(definitions)) / 3
+
+
+# --------------------------------------------------------------------------- big JSON, fast
+
+
+def _many(n: int) -> list[dict[str, Any]]:
+    """n ConfigMaps as kubectl would write them (colons in values, 7 namespaces)."""
+    objs: list[dict[str, Any]] = [
+        {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": f"cm-{i:05d}", "namespace": f"ns-{i % 7}", "labels": {"a": "b"}},
+            "data": {"url": f"https://h:{i}/x", "n": str(i), "ratio": "0.5"},
+        }
+        for i in range(n)
+    ]
+    return objs
+
+
+@pytest.mark.parametrize("stream", [True, False])
+def test_a_big_json_snapshot_reads_the_same_through_msgspec(
+    stream: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from kubectl_gitdrift import yamlio
+
+    objs = _many(6000)
+    path = tmp_path / "s.json"
+    if stream:
+        path.write_text("\n".join(json.dumps(o) for o in objs) + "\n")
+    else:
+        path.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": objs}, indent=1))
+    assert path.stat().st_size > yamlio.FAST_JSON_CHARS
+    assert yamlio._fast_json(path.read_text()) is not None  # the fast way answers
+    fast = snapshot.load(path)
+    monkeypatch.setattr(yamlio, "FAST_JSON_CHARS", 1 << 62)
+    assert snapshot.load(path) == fast
+    assert [m.body for m in fast.objects] == sorted(
+        objs, key=lambda o: (o["metadata"]["namespace"], o["metadata"]["name"])
+    )
+
+
+def test_a_gitdrift_snapshot_written_as_json_reads_back_fast(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from kubectl_gitdrift import yamlio
+
+    doc = minimal()
+    doc["objects"] = [*doc["objects"], *_many(6000)]
+    path = tmp_path / "s.json"
+    snapshot.write(path, doc)
+    assert yamlio._fast_json(path.read_text()) is not None
+    state = snapshot.load(path)
+    assert len(state.objects) == len(doc["objects"]) + 1  # + argocd-cm
+    monkeypatch.setattr(yamlio, "FAST_JSON_CHARS", 1 << 62)
+    assert snapshot.load(path) == state
+
+
+@pytest.mark.parametrize(
+    ("tail", "message"),
+    [
+        (
+            '{"kind": "A", "apiVersion": "v1", "kind": "B"}',
+            "s.json: document 6001: duplicate key 'kind'",
+        ),
+        (
+            '{"kind": "A", "apiVersion": "v1", "x": ' + "[" * 201 + "]" * 201 + "}",
+            "s.json: document 6001: nested deeper than 200 levels",
+        ),
+        ('{"kind": "A", "apiVersion": "v1"', "s.json: line 2: could not parse YAML"),
+    ],
+)
+def test_a_big_json_snapshot_fails_as_it_did(
+    tail: str, message: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from kubectl_gitdrift import yamlio
+
+    path = tmp_path / "s.json"
+    path.write_text("\n".join(json.dumps(o) for o in _many(6000)) + "\n\n" + tail + "\n")
+    with pytest.raises(SnapshotError, match=re.escape(message)) as fast:
+        snapshot.load(path)
+    monkeypatch.setattr(yamlio, "FAST_JSON_CHARS", 1 << 62)
+    with pytest.raises(SnapshotError) as slow:
+        snapshot.load(path)
+    assert str(fast.value) == str(slow.value)
