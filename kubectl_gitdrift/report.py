@@ -214,7 +214,7 @@ def query(data: Mapping[str, Any], expression: str) -> str:
     result = compiled.search(data)
     if isinstance(result, str):
         return result + "\n"
-    return json.dumps(result, indent=2, sort_keys=True) + "\n"
+    return dumps_json(result)
 
 
 # --------------------------------------------------------------------------- text
