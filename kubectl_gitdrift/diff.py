@@ -798,8 +798,18 @@ class Masker:
         self._tokens: dict[tuple[str, str], str] = {}
         self._count: dict[str, int] = {}
         self._applied: dict[str, str] = {}  # last-applied text -> its masked text
+        self._texts: dict[tuple[str, str], str] = {}  # (key, str value) -> its token
+        self._parsed: dict[str, dict[str, Any]] = {}  # last-applied text -> parsed, normalized
 
     def token(self, key: str, value: Any) -> str:
+        if type(value) is str:  # the usual value: its JSON spelling found once per Masker
+            memo = self._texts.get((key, value))
+            if memo is None:
+                memo = self._texts[key, value] = self._token(key, value)
+            return memo
+        return self._token(key, value)
+
+    def _token(self, key: str, value: Any) -> str:
         ident = (key, json.dumps(value, sort_keys=True, default=str))
         if ident not in self._tokens:
             n = self._count.get(key, 0)
@@ -809,32 +819,38 @@ class Masker:
 
     def see(self, body: Any) -> None:
         """Number the values of `body` without masking anything (to fix the token order)."""
-        if isinstance(body, Mapping):
+        if type(body) is dict or isinstance(body, Mapping):
             for field in _SECRET_FIELDS:
                 values = body.get(field)
-                if isinstance(values, Mapping):
+                if type(values) is dict or isinstance(values, Mapping):
+                    token = self.token
                     for k, v in values.items():
-                        self.token(str(k), v)
+                        token(k if type(k) is str else str(k), v)
 
     def body(self, body: Any) -> Any:
         """A copy of a Secret with every value masked, last-applied included."""
-        if not isinstance(body, Mapping):
+        if not (type(body) is dict or isinstance(body, Mapping)):
             return body
         out = dict(body)
+        token = self.token
         for field in _SECRET_FIELDS:
             values = out.get(field)
-            if isinstance(values, Mapping):
-                out[field] = {k: self.token(str(k), v) for k, v in values.items()}
+            if type(values) is dict or isinstance(values, Mapping):
+                out[field] = {
+                    k: token(k if type(k) is str else str(k), v) for k, v in values.items()
+                }
             elif field in out and values is not None:
                 out[field] = MASK  # malformed: not a map, hide it whole
         metadata = out.get("metadata")
-        if isinstance(metadata, Mapping) and isinstance(metadata.get("annotations"), Mapping):
-            annotations = dict(metadata["annotations"])
-            if normalize.LAST_APPLIED in annotations:
-                annotations[normalize.LAST_APPLIED] = self.last_applied(
-                    annotations[normalize.LAST_APPLIED]
-                )
-            out["metadata"] = {**metadata, "annotations": annotations}
+        if type(metadata) is dict or isinstance(metadata, Mapping):
+            annotations = metadata.get("annotations")
+            if type(annotations) is dict or isinstance(annotations, Mapping):
+                annotations = dict(annotations)
+                if normalize.LAST_APPLIED in annotations:
+                    annotations[normalize.LAST_APPLIED] = self.last_applied(
+                        annotations[normalize.LAST_APPLIED]
+                    )
+                out["metadata"] = {**metadata, "annotations": annotations}
         return out
 
     def last_applied(self, raw: Any) -> str:
@@ -843,17 +859,25 @@ class Masker:
         if not isinstance(raw, str):
             return MASK
         if raw not in self._applied:  # the same text sits in live, predicted and normalized live
-            try:
-                parsed = json.loads(raw)
-            except ValueError:
-                parsed = None
+            parsed = self._parsed.pop(raw, None)
+            if parsed is None:
+                try:
+                    parsed = json.loads(raw)
+                except ValueError:
+                    parsed = None
+                if isinstance(parsed, dict):
+                    normalize.normalize_secret(parsed)
             if isinstance(parsed, dict):
-                normalize.normalize_secret(parsed)
                 masked = json.dumps(self.body(parsed), sort_keys=True, separators=(",", ":"))
             else:
                 masked = MASK
             self._applied[raw] = masked
         return self._applied[raw]
+
+    def seen_applied(self, raw: str, parsed: dict[str, Any]) -> None:
+        """`raw` (a last-applied text) parsed and normalized by the caller: `last_applied` need
+        not parse it again. `parsed` must not change from here on."""
+        self._parsed[raw] = parsed
 
 
 def mask_drift(drift: model.Drift) -> model.Drift:
@@ -866,6 +890,8 @@ def mask_drift(drift: model.Drift) -> model.Drift:
         if orig is not None:
             normalize.normalize_secret(orig)
             masker.see(orig)
+            annotations = (drift.live.get("metadata") or {}).get("annotations") or {}
+            masker.seen_applied(annotations[normalize.LAST_APPLIED], orig)
     return model.Drift(
         drift.key,
         drift.status,

@@ -6,12 +6,13 @@ they stood before the engine work, kept verbatim in tests/engine_reference.py.""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kubectl_gitdrift import diff, normalize, quantity
+from kubectl_gitdrift import diff, model, normalize, quantity
 from kubectl_gitdrift.openapi import load_builtin_definitions
 from kubectl_gitdrift.schema import Schema
 from tests import engine_reference as ref
@@ -224,3 +225,64 @@ def test_remarshal_matches_the_reference(t: tuple[Any, dict[str, Any]]) -> None:
 def test_memoized_quantities_match_the_parser(value: Any) -> None:
     first = quantity.canonical(value)
     assert first == quantity.canonical(value) == quantity._canonical(value)
+
+
+# --------------------------------------------------------------------------- Secrets
+
+secret_values = st.dictionaries(
+    st.sampled_from(["a", "b", "c"]),
+    st.one_of(st.sampled_from(["", "eA==", "eQ==", "x"]), st.none(), st.integers(0, 2)),
+    max_size=3,
+)
+
+
+@st.composite
+def secrets(draw: st.DrawFn) -> dict[str, Any]:
+    body: dict[str, Any] = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s"}}
+    for field in ("data", "stringData"):
+        if draw(st.booleans()):
+            body[field] = draw(st.one_of(secret_values, st.sampled_from(["oops", None, []])))
+    return body
+
+
+@st.composite
+def secret_drifts(draw: st.DrawFn) -> model.Drift:
+    desired, live, applied = draw(secrets()), draw(secrets()), draw(secrets())
+    text = draw(st.sampled_from(["json", "same as desired", "garbage", "none", "list"]))
+    annotation = {
+        "json": json.dumps(applied),
+        "same as desired": json.dumps(desired),
+        "garbage": "{not json",
+        "list": "[1]",
+        "none": None,
+    }[text]
+    if annotation is not None:
+        live["metadata"]["annotations"] = {normalize.LAST_APPLIED: annotation, "x": "y"}
+    changes = tuple(
+        model.Change(model.Op.CHANGE, path, draw(values), draw(values))
+        for path in draw(
+            st.lists(
+                st.sampled_from(
+                    [("data",), ("data", "a"), ("stringData", "b"), ("metadata", "annotations")]
+                ),
+                max_size=2,
+            )
+        )
+    )
+    status = model.ResourceStatus.OUT_OF_SYNC if changes else model.ResourceStatus.SYNCED
+    predicted = draw(st.sampled_from([desired, live, None]))
+    return model.Drift(
+        model.ObjectKey("", "Secret", "ns", "s"),
+        status,
+        changes=changes,
+        desired=desired,
+        live=live,
+        predicted=predicted,
+        normalized_live=draw(st.sampled_from([live, applied, None])),
+    )
+
+
+@MANY
+@given(secret_drifts())
+def test_masking_matches_the_reference(drift: model.Drift) -> None:
+    assert repr(diff.mask_drift(drift)) == repr(ref.mask_drift(drift))
