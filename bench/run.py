@@ -20,7 +20,11 @@ Every expensive thing runs once, so the default run fits issue #8's 10 minutes:
   PyYAML's C loader, a naive deepdiff). Last, the installed ``kubectl-gitdrift`` script, warm.
 - (b) 500 apps of 20 objects: ``--all`` cold then warm on the same cache, with at least as many
   render workers as cores, and ``kubectl kustomize`` alone over an evenly spread sample of the same
-  overlays (all of them with ``--kustomize-sample 0``), as many at a time as there are cores.
+  overlays (all of them with ``--kustomize-sample 0``), as many at a time as there are cores. The
+  timed warm run compares in one process (KUBECTL_GITDRIFT_WORKERS=1: the phase timers live in
+  the CLI's own process); bench/fleet.py (issue 18) then times warm runs as users run them
+  (compared in worker processes), one process, and the tree when issue 18 was filed,
+  interleaved, medians of FLEET_ROUNDS.
 - (c) 2,500 / 5,000 / 10,000 objects in one app, for memory and scaling: kustomize (super-linear,
   many minutes at this size) is replaced by a stand-in returning the YAML kustomize prints for the
   overlay (``generate.render_overlay``, checked identical by ``generate.py --verify``).
@@ -80,6 +84,7 @@ TIMEOUTS: dict[str, float] = {
     "rss": 60,  # json.loads of a snapshot, for its peak RSS
     "live": 180,  # the LIST-not-GET test
     "live-ratio": 420,  # bench/live.py: 400 objects vs a raw LIST, version (~1.5 min quiet)
+    "fleet-ratio": 900,  # bench/fleet.py: warm --all now / one process / before, with warm-ups
     "git": 120,  # cloning a fixture repo for the kustomize baselines
     "fixture": 600,  # generating one fixture (~25 s for the largest)
 }
@@ -91,6 +96,7 @@ SCALING = ("one-app-2500", "one-app-5000", "one-app-10000")
 LIVE_TEST = "tests/test_live.py::test_lists_once_per_kind_and_namespace"
 LIVE_ROUNDS = 5
 LIVE_APP = "now: gitdrift perf (live)"
+FLEET_ROUNDS = 3
 
 # (label, module, attribute): the phases timed inside the CLI child, in display order; labels
 # are indented under the phase that calls them; "a|b" times whichever of the names exist.
@@ -739,7 +745,9 @@ class Bench:
         if cold:
             res["cold"] = self.cli("fleet cold", data, argv, step="all-cold", workers=workers)
             res["cache_entries_after_cold"] = cache_entries(self.cache(data.name))
-        res["warm"] = self.cli("fleet warm", data, argv, step="all-warm", workers=workers)
+        # one process: the phase timers are in the CLI's own process (bench/fleet.py times
+        # the worker processes users get)
+        res["warm"] = self.cli("fleet warm, one process", data, argv, step="all-warm", workers=1)
         res["cache_entries_after_warm"] = cache_entries(self.cache(data.name))
         if cold:
             wt = self.clone(data, meta)
@@ -759,6 +767,21 @@ class Bench:
                     f"  wall {k['wall']:.1f}s, CPU {k['cpu']:.1f}s, ok {k['done']}/{k['apps']}"
                     + (f", skipped {k['skipped']} (budget)" if k["skipped"] else "")
                 )
+        self.fleet_ratio()
+
+    def fleet_ratio(self) -> None:
+        """bench/fleet.py: warm --all as users run it, in one process, and at the tree when
+        issue 18 was filed, interleaved in one run (issue 18's --all targets)."""
+        self.log(f"fleet: bench/fleet.py --rounds {FLEET_ROUNDS} (now, one process, before) ...")
+        out = self.out / "fleet.json"
+        out.unlink(missing_ok=True)
+        cmd = [sys.executable, str(HERE / "fleet.py"), "--rounds", str(FLEET_ROUNDS)]
+        proc = spawn([*cmd, "--out", str(out)], timeout=self.timeout("fleet-ratio"), cwd=ROOT)
+        ratio: dict[str, Any] = {"process": proc.dump()}
+        if proc.ok() and out.is_file():
+            ratio.update(json.loads(out.read_text(encoding="utf-8")))
+        self.results["fleet-ratio"] = ratio
+        self.log(f"  {proc.brief()}")
 
     def scaling(self) -> None:
         res: dict[str, Any] = self.results.setdefault("scaling", {})
@@ -1127,11 +1150,11 @@ def verdicts(results: dict[str, Any], total: float) -> list[Verdict]:
     pairs = ((warm or {}).get("baselines") or {}).get("pairs", "?")
     out.append(
         Verdict(
-            f"1. normalize+diff+attribute <= 5x json.loads ({pairs} pairs, CPU)",
+            f"1. normalize+diff+attribute <= 3x json.loads ({pairs} pairs, CPU; issue 18)",
             _sec(core),
             _sec(jl, "json.loads"),
             _x(core, jl),
-            None if core is None or not jl else core / jl <= 5,
+            None if core is None or not jl else core / jl <= 3,
         )
     )
     out.append(
@@ -1263,6 +1286,7 @@ def verdicts(results: dict[str, Any], total: float) -> list[Verdict]:
             None if not live or lp.get("timed_out") or lp.get("error") else lp.get("rc") == 0,
         )
     )
+    out.extend(_fleet_verdicts(results.get("fleet-ratio") or {}))
     out.extend(_live_verdicts(results.get("live-ratio") or {}))
     checks = _all_checks(results)
     out.append(
@@ -1285,6 +1309,40 @@ def verdicts(results: dict[str, Any], total: float) -> list[Verdict]:
         )
     )
     return out
+
+
+def _fleet_verdicts(res: dict[str, Any]) -> list[Verdict]:
+    """Issue 18: a warm --all over 500 apps keeps the cores busy (CPU / wall of the whole
+    process) and takes at most half the wall time of the tree when the issue was filed."""
+    cmds = res.get("commands") or {}
+    now = cmds.get("now")
+    start = res.get("issue_start")
+    before = cmds.get(f"before ({start})")
+    one = cmds.get("now, one process")
+    same = res.get("reports_byte_identical")
+    return [
+        Verdict(
+            "8. --all 500 apps warm: cores busy (CPU / wall of the process >= 1.7)",
+            f"{now['cores_busy']:.2f} busy, {_s(now['wall'])} s" if now else "-",
+            f"{one['cores_busy']:.2f} busy in one process" if one else "-",
+            "-",
+            None if not now else now["cores_busy"] >= 1.7,
+        ),
+        Verdict(
+            "8. --all 500 apps warm: <= half the wall of the issue's start (same run, median)",
+            _sec(now["wall"]) if now else "-",
+            _sec(before["wall"], f"at {start}") if before else "-",
+            _x(now["wall"], before["wall"]) if now and before else "-",
+            None if not now or not before else now["wall"] <= 0.5 * before["wall"],
+        ),
+        Verdict(
+            "8. ... reports byte-identical (worker processes, one process, before the change)",
+            str(same) if same is not None else "-",
+            ", ".join(res.get("reports_compared") or []) or "-",
+            "-",
+            same,
+        ),
+    ]
 
 
 def _live_verdicts(res: dict[str, Any]) -> list[Verdict]:
