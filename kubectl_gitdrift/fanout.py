@@ -12,7 +12,6 @@ the caller runs the items itself.
 
 from __future__ import annotations
 
-import collections
 import contextlib
 import gc
 import os
@@ -34,9 +33,10 @@ R = TypeVar("R")
 MIN_ITEMS_PER_PROCESS = 16
 """Below this many items per worker a fork does not pay for itself."""
 
-_FRAME = struct.Struct("<Q")
-_TASK = struct.Struct("<Q")
-_IN_FLIGHT = 2  # tasks queued per worker, so it never waits for the parent between two items
+_TASK = struct.Struct("<Q")  # the first index of a run of `chunk` items
+_FRAME = struct.Struct("<BQQ")  # kind, item index, size of the pickled payload that follows
+_STARTED, _ANSWERED, _FAILED = 0, 1, 2
+_MAX_TASKS = 4096  # task records that fit a pipe's buffer (64 KiB) with room to spare
 
 
 def processes(items: int, limit: int) -> int:
@@ -74,72 +74,74 @@ def imap(
 
 
 class _Pool:
+    """Workers forked over one task pipe, filled and closed before the first fork: a worker
+    takes the next task when it is free, and never waits for the parent (which may be busy, or
+    off the CPU, on a loaded machine). Each worker answers on a pipe of its own."""
+
     def __init__(self, fn: Callable[[Any], Any], items: Sequence[Any], workers: int) -> None:
         self.items = items
         self.pids: list[int] = []
-        self.tasks: list[int] = []  # parent's write end of each worker's task pipe
         self.results_fd: list[int] = []  # parent's read end of each worker's result pipe
+        chunk = max(1, -(-len(items) // _MAX_TASKS))
+        tasks_r, tasks_w = os.pipe()
+        try:
+            os.write(tasks_w, b"".join(_TASK.pack(i) for i in range(0, len(items), chunk)))
+        finally:
+            os.close(tasks_w)  # workers read to the end, then stop
         gc.freeze()  # keep the collector from touching (and so copying) inherited pages
-        for _ in range(workers):
-            task_r, task_w = os.pipe()
-            result_r, result_w = os.pipe()
-            with warnings.catch_warnings():  # 3.12+ warns of any other thread: see above
-                warnings.simplefilter("ignore", DeprecationWarning)
-                pid = os.fork()
-            if pid == 0:  # pragma: no cover (the child; coverage cannot follow os._exit)
-                code = 70
-                try:
-                    for fd in (*self.tasks, *self.results_fd, task_w, result_r):
-                        os.close(fd)
-                    _child(fn, items, task_r, result_w)
-                    code = 0
-                finally:
-                    os._exit(code)
-            os.close(task_r)
-            os.close(result_w)
-            self.pids.append(pid)
-            self.tasks.append(task_w)
-            self.results_fd.append(result_r)
+        try:
+            for _ in range(workers):
+                result_r, result_w = os.pipe()
+                with warnings.catch_warnings():  # 3.12+ warns of any other thread: see above
+                    warnings.simplefilter("ignore", DeprecationWarning)
+                    pid = os.fork()
+                if pid == 0:  # pragma: no cover (the child; coverage cannot follow os._exit)
+                    code = 70
+                    try:
+                        for fd in (*self.results_fd, result_r):
+                            os.close(fd)
+                        _child(fn, items, chunk, tasks_r, result_w)
+                        code = 0
+                    finally:
+                        os._exit(code)
+                os.close(result_w)
+                self.pids.append(pid)
+                self.results_fd.append(result_r)
+        finally:
+            os.close(tasks_r)
 
     def results(self, describe: Callable[[Any], str]) -> Iterator[Any]:
-        pending: list[collections.deque[int]] = [collections.deque() for _ in self.pids]
         buffers = [bytearray() for _ in self.pids]
+        working: list[int | None] = [None for _ in self.pids]  # the item each worker is on
         done: dict[int, Any] = {}
-        upcoming = iter(range(len(self.items)))
         emitted = 0
         with selectors.DefaultSelector() as sel:
             for worker, fd in enumerate(self.results_fd):
                 sel.register(fd, selectors.EVENT_READ, worker)
-                for _ in range(_IN_FLIGHT):
-                    self._send(worker, upcoming, pending[worker])
             while emitted < len(self.items):
+                if not sel.get_map():
+                    raise GitDriftError(f"the worker processes stopped after {emitted} items")
                 for selected, _ in sel.select():
                     worker = selected.data
-                    chunk = os.read(selected.fd, 1 << 20)
-                    if not chunk:
+                    data = os.read(selected.fd, 1 << 20)
+                    if not data:
                         sel.unregister(selected.fd)
-                        if pending[worker]:
-                            raise self._died(worker, describe(self.items[pending[worker][0]]))
+                        item = working[worker]
+                        if item is not None:
+                            raise self._died(worker, describe(self.items[item]))
                         continue
-                    buffers[worker] += chunk
-                    for ok, value in _frames(buffers[worker]):
-                        index = pending[worker].popleft()
-                        if not ok:
+                    buffers[worker] += data
+                    for kind, index, value in _frames(buffers[worker]):
+                        if kind == _STARTED:
+                            working[worker] = index
+                        elif kind == _FAILED:
                             raise value
-                        done[index] = value
-                        self._send(worker, upcoming, pending[worker])
+                        else:
+                            working[worker] = None
+                            done[index] = value
                 while emitted in done:
                     yield done.pop(emitted)
                     emitted += 1
-
-    def _send(self, worker: int, upcoming: Iterator[int], pending: collections.deque[int]) -> None:
-        """The next item's index to `worker`, if any is left (a worker stops at the end of its
-        task pipe, when `close` closes it)."""
-        index = next(upcoming, None)
-        if index is not None:
-            pending.append(index)
-            with contextlib.suppress(BrokenPipeError):  # it died: its result pipe says so next
-                os.write(self.tasks[worker], _TASK.pack(index))
 
     def _died(self, worker: int, item: str) -> GitDriftError:
         _, status = os.waitpid(self.pids[worker], 0)
@@ -154,9 +156,9 @@ class _Pool:
         )
 
     def close(self, kill: bool) -> None:
-        """Close the pipes (an idle worker then exits) and reap every worker; `kill` first
-        when results are still owed (an error, or the caller stopped reading)."""
-        for fd in (*self.tasks, *self.results_fd):
+        """Reap every worker (each stops at the end of the task pipe); `kill` them first when
+        results are still owed (an error, or the caller stopped reading)."""
+        for fd in self.results_fd:
             with contextlib.suppress(OSError):
                 os.close(fd)
         for pid in self.pids:
@@ -169,25 +171,32 @@ class _Pool:
                 os.waitpid(pid, 0)
 
 
-def _frames(buffer: bytearray) -> Iterator[tuple[bool, Any]]:
-    """Complete (ok, value) frames at the start of `buffer`, removed from it as they are read."""
+def _frames(buffer: bytearray) -> Iterator[tuple[int, int, Any]]:
+    """Complete (kind, index, value) frames at the start of `buffer`, removed as read."""
     while len(buffer) >= _FRAME.size:
-        (size,) = _FRAME.unpack_from(buffer)
+        kind, index, size = _FRAME.unpack_from(buffer)
         end = _FRAME.size + size
         if len(buffer) < end:
             return
-        try:
-            ok, value = pickle.loads(memoryview(buffer)[_FRAME.size : end])
-        except Exception as exc:  # noqa: BLE001 (e.g. an exception class that cannot be rebuilt)
-            ok, value = False, GitDriftError(f"a worker's answer could not be read: {exc!r}")
+        value = None
+        if kind != _STARTED:
+            try:
+                value = pickle.loads(memoryview(buffer)[_FRAME.size : end])
+            except Exception as exc:  # noqa: BLE001 (e.g. an exception that cannot be rebuilt)
+                kind, value = (
+                    _FAILED,
+                    GitDriftError(f"a worker's answer could not be read: {exc!r}"),
+                )
         del buffer[:end]
-        yield ok, value
+        yield kind, index, value
 
 
-def _child(fn: Callable[[Any], Any], items: Sequence[Any], tasks: int, results: int) -> None:
-    """A worker's life: read an index, answer with (True, fn(item)) or (False, the exception),
-    until told to stop or the parent goes away. Nothing of the parent's (stdio buffers, atexit,
-    signal handlers) runs here."""
+def _child(
+    fn: Callable[[Any], Any], items: Sequence[Any], chunk: int, tasks: int, results: int
+) -> None:
+    """A worker's life: take the next task (`chunk` items from an index) from the shared pipe,
+    say which item it starts, answer (pickled: the value, or the exception raised), until the
+    pipe is empty. Nothing of the parent's (stdio objects, atexit, signal handlers) runs here."""
     signal.signal(signal.SIGINT, signal.SIG_DFL)  # Ctrl-C: the whole process group goes
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     # Never the parent's stdio objects: another thread may have held their locks at the fork,
@@ -196,21 +205,25 @@ def _child(fn: Callable[[Any], Any], items: Sequence[Any], tasks: int, results: 
     sys.stderr = open(  # noqa: SIM115
         2, "w", buffering=1, encoding="utf-8", errors="backslashreplace", closefd=False
     )
-    with os.fdopen(tasks, "rb") as inbox, os.fdopen(results, "wb") as outbox:
+    with os.fdopen(results, "wb") as outbox:
         while True:
-            raw = inbox.read(_TASK.size)
-            if len(raw) < _TASK.size:
-                return  # the parent closed the pipe: no more work
-            (index,) = _TASK.unpack(raw)
-            try:
-                answer: tuple[bool, Any] = (True, fn(items[index]))
-            except Exception as exc:  # noqa: BLE001 (handed to the parent, which raises it)
-                answer = (False, exc)
-            try:
-                data = pickle.dumps(answer, protocol=pickle.HIGHEST_PROTOCOL)
-            except Exception as exc:  # noqa: BLE001 (an unpicklable result or exception)
-                fallback = GitDriftError(f"a worker could not send its answer: {exc!r}")
-                data = pickle.dumps((False, fallback), protocol=pickle.HIGHEST_PROTOCOL)
-            outbox.write(_FRAME.pack(len(data)))
-            outbox.write(data)
-            outbox.flush()
+            raw = os.read(tasks, _TASK.size)  # unbuffered: a task read is a task taken
+            if not raw:
+                return
+            (first,) = _TASK.unpack(raw)
+            for index in range(first, min(first + chunk, len(items))):
+                outbox.write(_FRAME.pack(_STARTED, index, 0))
+                outbox.flush()
+                try:
+                    answer: tuple[int, Any] = (_ANSWERED, fn(items[index]))
+                except Exception as exc:  # noqa: BLE001 (handed to the parent, which raises it)
+                    answer = (_FAILED, exc)
+                try:
+                    data = pickle.dumps(answer[1], protocol=pickle.HIGHEST_PROTOCOL)
+                except Exception as exc:  # noqa: BLE001 (an unpicklable result or exception)
+                    fallback = GitDriftError(f"a worker could not send its answer: {exc!r}")
+                    answer = (_FAILED, fallback)
+                    data = pickle.dumps(fallback, protocol=pickle.HIGHEST_PROTOCOL)
+                outbox.write(_FRAME.pack(answer[0], index, len(data)))
+                outbox.write(data)
+                outbox.flush()

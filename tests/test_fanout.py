@@ -11,6 +11,7 @@ import subprocess
 import sys
 import textwrap
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +23,7 @@ from tests.conftest import ROOT, load_script
 
 
 def _pid_of(item: int) -> tuple[int, int]:
+    time.sleep(0.005)  # long enough for the second worker to start and take items too
     return item * item, os.getpid()
 
 
@@ -31,7 +33,13 @@ def test_results_come_back_in_order_from_other_processes() -> None:
     assert [square for square, _ in results] == [i * i for i in items]
     pids = {pid for _, pid in results}
     assert os.getpid() not in pids
-    assert len(pids) == 2  # both workers took items (each has two queued from the start)
+    assert len(pids) == 2  # both workers took items from the shared task pipe
+
+
+def test_more_items_than_task_records_go_in_runs() -> None:
+    """Past fanout._MAX_TASKS items a task is a run of items; every one still comes back."""
+    items = list(range(3 * fanout._MAX_TASKS + 5))
+    assert list(fanout.imap(lambda n: -n, items, 2)) == [-n for n in items]
 
 
 def test_large_results_cross_the_pipe_whole() -> None:
