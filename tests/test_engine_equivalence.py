@@ -286,3 +286,48 @@ def secret_drifts(draw: st.DrawFn) -> model.Drift:
 @given(secret_drifts())
 def test_masking_matches_the_reference(drift: model.Drift) -> None:
     assert repr(diff.mask_drift(drift)) == repr(ref.mask_drift(drift))
+
+
+# --------------------------------------------------------------------------- JSON texts
+
+json_texts = st.one_of(
+    st.recursive(
+        st.one_of(st.none(), st.booleans(), st.integers(), st.floats(), st.text()),
+        lambda inner: st.one_of(st.lists(inner, max_size=3), st.dictionaries(st.text(), inner)),
+        max_leaves=10,
+    ).map(json.dumps),
+    st.sampled_from(
+        [
+            '{"a":1e400}',
+            '{"a":"\\ud800"}',
+            '{"a":NaN}',
+            '{"a":-Infinity}',
+            '{"a":1,"a":2}',
+            '{"a":"x\\ty"}',
+            '{"a":"x\ty"}',
+            "\ufeff{}",
+            "{} x",
+            '{"a":01}',
+            '{"a":-0}',
+            '{"a":123456789012345678901234567890}',
+            "[" * 3000 + "]" * 3000,
+            '{"a":.5}',
+            "",
+        ]
+    ),
+)
+
+
+def _read(read: Any, text: str) -> Any:
+    try:
+        return ("ok", strict(read(text)))
+    except ValueError:
+        return ("ValueError",)
+    except RecursionError:
+        return ("RecursionError",)
+
+
+@MANY
+@given(json_texts)
+def test_json_texts_read_as_json_reads_them(text: str) -> None:
+    assert _read(normalize.loads, text) == _read(json.loads, text)
