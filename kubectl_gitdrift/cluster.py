@@ -54,6 +54,9 @@ T = TypeVar("T")
 SSA_MANAGER = "argocd-controller"
 """The field manager Argo CD applies and dry-runs with (argo-cd common.ArgoCDSSAManager)."""
 APPLY_PATCH = "application/apply-patch+yaml"
+SHUTDOWN_GRACE = 1.0
+"""Seconds requests still running when the connection closes (LISTs started before a render
+failed) may take to end before they are cancelled."""
 _AGGREGATED = (
     "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json"
 )
@@ -277,6 +280,10 @@ class Cluster:
     async def _shutdown(self) -> None:
         current = asyncio.current_task()
         pending = [t for t in asyncio.all_tasks() if t is not current]
+        if pending:
+            # requests already sent may end first, briefly: one cancelled while it connects
+            # leaves its socket to the garbage collector (anyio's connect_tcp)
+            await asyncio.wait(pending, timeout=min(self.config.timeout, SHUTDOWN_GRACE))
         for task in pending:
             task.cancel()
         await asyncio.gather(*pending, return_exceptions=True)

@@ -192,8 +192,9 @@ def test_render_error_with_lists_in_flight(
     incident: KubeAPIServer, repo: Path, run_cli: Callable[..., Result]
 ) -> None:
     """The app's render fails while its early LISTs still wait on the server: the render's
-    error, as when nothing was listed before rendering (the LISTs are cancelled)."""
-    incident.inject(path_regex=r"/deployments$", delay=2.0, times=1)
+    error, as when nothing was listed before rendering (the LISTs still out after a grace
+    are cancelled, and nothing is left open)."""
+    incident.inject(path_regex=r"/deployments$", delay=5.0, times=1)
     result = run_cli(live_args(incident, repo, "--revision", "no-such-revision"))
     assert result.exit_code == ExitCode.ERROR, result.stderr
     assert result.stderr.startswith("error: "), result.stderr
