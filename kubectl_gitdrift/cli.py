@@ -439,10 +439,6 @@ def _render_all(
 ) -> str:
     """--all: one summary row per Application (text), or the full reports plus the skipped and
     failed ones (json/yaml/--query)."""
-    import json
-
-    import yaml
-
     from kubectl_gitdrift import color, difftext, model, report
 
     palette = color.OFF if palette is None else palette
@@ -460,7 +456,9 @@ def _render_all(
         if args.query:
             return report.query(doc, args.query)
         if args.output == "json":
-            return json.dumps(doc, indent=2, sort_keys=True) + "\n"
+            return report.dumps_json(doc)
+        import yaml
+
         return str(yaml.safe_dump(doc, sort_keys=True, default_flow_style=False))
     if args.output == "diff" and renderers["diff"].plugin == _BUILTIN_RENDERERS:
         return difftext.render_diff(result, palette=palette)
