@@ -203,12 +203,22 @@ def kustomize_timeout() -> float:
 
 
 def _binary_identity() -> list[Any]:
-    cmd = _binary()
-    try:
-        st = Path(cmd[0]).stat()
-    except OSError:
-        return cmd
-    return [*cmd, st.st_size, st.st_mtime_ns]
+    """The binary kustomize builds with, for the render cache key: its path, size and mtime.
+    Looked up once per PATH in a process (every app of an `--all` asks: two PATH searches and a
+    stat each, a tenth of reading its cached render)."""
+    path = os.environ.get("PATH", "")
+    known = _IDENTITIES.get(path)
+    if known is None:
+        cmd = _binary()
+        try:
+            st = Path(cmd[0]).stat()
+        except OSError:
+            return cmd
+        known = _IDENTITIES[path] = [*cmd, st.st_size, st.st_mtime_ns]
+    return list(known)
+
+
+_IDENTITIES: dict[str, list[Any]] = {}
 
 
 _KIND_LINE = re.compile(rb"(?m)^kind:")
