@@ -161,6 +161,9 @@ def _remarshal_typed(body: Any, node: Node, *, top: bool) -> Any:
                 else _remarshal_typed(v, item, top=False)
                 for v in body
             ]
+        leaf = _LEAF_TYPES.get(item.scalar_type or "")
+        if leaf is not None:  # a list of strings (args, verbs): items are kept as they are
+            return [v if type(v) is leaf else _remarshal_typed(v, item, top=False) for v in body]
         return [_remarshal_typed(v, item, top=False) for v in body]
     if isinstance(body, float) and body.is_integer():
         return int(body)
@@ -172,7 +175,8 @@ _LEAF_TYPES = {"string": str, "integer": int, "boolean": bool}
 
 class _Plan(dict):  # type: ignore[type-arg]
     """Per schema node, per key of its objects: (child node, the scalar type kept inline, keep
-    it when falsy, the child is a plain object); built on first use of each key."""
+    it when falsy, True for a plain object child and `_OPAQUE` for raw JSON, else False); built
+    on first use of each key."""
 
     __slots__ = ("node",)
 
@@ -180,10 +184,10 @@ class _Plan(dict):  # type: ignore[type-arg]
         super().__init__()
         self.node = node
 
-    def __missing__(self, key: str) -> tuple[Node | None, Any, bool, bool]:
+    def __missing__(self, key: str) -> tuple[Node | None, Any, bool, bool | str]:
         node = self.node
         known = node.known_fields()
-        step: tuple[Node | None, Any, bool, bool]
+        step: tuple[Node | None, Any, bool, bool | str]
         if known is not None and key not in known:
             step = (None, _REJECT, False, False)  # Go's strict decoder rejects the object
         else:
@@ -197,12 +201,14 @@ class _Plan(dict):  # type: ignore[type-arg]
                     or (leaf is int and key in _POINTER_INTS)
                     or (leaf is bool and key in _POINTER_BOOLS)
                 )
-                step = (child, leaf, keep, child.plain_object)
+                plain = child.plain_object or (_OPAQUE if child.opaque else False)
+                step = (child, leaf, keep, plain)
         self[key] = step
         return step
 
 
 _REJECT = object()
+_OPAQUE = "opaque"
 _PLANS: dict[Node, _Plan] = {}
 """The plans of the schema nodes met so far (forgotten past _PLANS_MAX: a long-running process
 builds a schema per cycle, and a plan holds its node)."""
@@ -237,7 +243,10 @@ def _typed_object(body: Mapping[str, Any], node: Node, top: bool) -> dict[str, A
             out[key] = value if cls in _PLAIN_ATOMS else _untyped(value)
             continue
         if cls is dict and value and plain:
-            out[key] = _typed_object(value, child, False)
+            if plain is True:
+                out[key] = _typed_object(value, child, False)
+            else:  # raw JSON (managedFields' fieldsV1): shared, as _remarshal_typed does
+                out[key] = value
             continue
         if key == "creationTimestamp" and value is None:
             out[key] = None  # metav1.Time is a struct: Go keeps the zero time as null

@@ -192,7 +192,7 @@ def typed(draw: st.DrawFn, node: Any, depth: int = 0) -> Any:
     if node.type == "array":
         if depth > 4:
             return []
-        return draw(st.lists(typed(node.items(), depth + 1), max_size=2))
+        return draw(st.lists(typed(node.items(), depth + 1), max_size=4))
     if node.type != "object" or depth > 4:
         return draw(scalars)
     known = node.known_fields()
