@@ -128,13 +128,16 @@ _SCALARS = (str, int, float)
 
 def _remarshal_typed(body: Any, node: Node, *, top: bool) -> Any:
     """`_remarshal(body, node)`, raising `_Undecodable` where `decodes(body, node)` is False."""
-    if type(body) is dict and node.plain_object:
+    cls = type(body)
+    if cls is dict and node.plain_object:
         return _typed_object(body, node, top)
     if body is None:
         return None
     if node.opaque:
         return body
     if node.is_quantity or node.is_int_or_string:
+        if cls is str:
+            return (quantity.canonical(body) or body) if node.is_quantity else body
         if not isinstance(body, _SCALARS) or isinstance(body, bool):
             raise _Undecodable
         if isinstance(body, float) and body.is_integer():
@@ -148,7 +151,9 @@ def _remarshal_typed(body: Any, node: Node, *, top: bool) -> Any:
             raise _Undecodable
     elif isinstance(body, float) and body.is_integer():
         return int(body)
-    if type(body) is dict or isinstance(body, Mapping):
+    if cls is str or cls is int or cls is bool:
+        return body
+    if cls is dict or (cls is not list and isinstance(body, Mapping)):
         return _typed_object(body, node, top)
     if isinstance(body, list):
         item = node.items()
@@ -247,6 +252,9 @@ def _typed_object(body: Mapping[str, Any], node: Node, top: bool) -> dict[str, A
                 out[key] = _typed_object(value, child, False)
             else:  # raw JSON (managedFields' fieldsV1): shared, as _remarshal_typed does
                 out[key] = value
+            continue
+        if (cls is list or cls is str) and value:  # never an omitted empty value
+            out[key] = _remarshal_typed(value, child, top=False)
             continue
         if key == "creationTimestamp" and value is None:
             out[key] = None  # metav1.Time is a struct: Go keeps the zero time as null
