@@ -59,12 +59,18 @@ def imap(
     workers: int,
     describe: Callable[[T], str] = str,
 ) -> Generator[R, None, None]:
-    """`fn(item)` for each item, in order, computed by `workers` forked children.
+    """`fn(item)` for each item, in order: the first here, the rest by `workers` forked
+    children. What the first call loads on first use (schemas, per-kind plans, memoized
+    answers) is then inherited by every worker instead of built again in each.
 
     An exception raised by `fn` in a child is raised here (the first one; the other workers
     are stopped). A child that dies (a signal, os._exit) raises GitDriftError naming the item.
     Closing the iterator early stops and reaps every child."""
-    pool = _Pool(fn, items, workers)
+    if not items:
+        return
+    yield fn(items[0])
+    rest = items[1:]
+    pool = _Pool(fn, rest, workers)
     finished = False
     try:
         yield from pool.results(describe)
