@@ -132,30 +132,32 @@ def _merge_list(orig: Any, desired: list[Any], live: list[Any], node: Node) -> l
         kept = [v for v in live if v not in desired and v not in dropped]
         return element_order(kept, list(desired), live, _scalar_key)
     orig_items = (
-        {_key(i, merge_key): i for i in orig or [] if isinstance(i, Mapping)}
+        {_key(i, merge_key): i for i in orig or [] if type(i) is dict or isinstance(i, Mapping)}
         if isinstance(orig, list)
         else {}
     )
-    live_items = {_key(i, merge_key): i for i in live if isinstance(i, Mapping)}
+    live_items = {_key(i, merge_key): i for i in live if type(i) is dict or isinstance(i, Mapping)}
     desired_keys = set()
     out = []
     for item in desired:
-        if not isinstance(item, Mapping):
+        if not (type(item) is dict or isinstance(item, Mapping)):
             out.append(item)
             continue
         k = _key(item, merge_key)
         desired_keys.add(k)
         if k in live_items:
-            out.append(
-                predict(
-                    orig_items.get(k), item, live_items[k], item_node, strategic=True, retain=retain
+            old = live_items[k]
+            if type(item) is dict and type(old) is dict:
+                out.append(_predict_map(orig_items.get(k), item, old, item_node, True, retain))
+            else:
+                out.append(
+                    predict(orig_items.get(k), item, old, item_node, strategic=True, retain=retain)
                 )
-            )
         else:
             out.append(_without_nulls(item))
     server_only = []
     for item in live:
-        if not isinstance(item, Mapping):
+        if not (type(item) is dict or isinstance(item, Mapping)):
             continue
         k = _key(item, merge_key)
         if k not in desired_keys and k not in orig_items:
