@@ -608,3 +608,168 @@ def _mask_at(path: model.FieldPath, value: Any, masker: Masker) -> Any:
     if path and path[0] in _SECRET_FIELDS and len(path) == 1 and not isinstance(value, Mapping):
         return MASK
     return out if found else MASK
+
+
+# --------------------------------------------------------------------------- smd.merge (compare/smd.py)
+
+from kubectl_gitdrift.compare.smd import ABSENT, ApplyError, Type, _shape, item_element
+
+
+def smd_merge(lhs: Any, rhs: Any, t: Type) -> Any:
+    """typed Merge with config (rhs) winning: the object after applying rhs onto lhs."""
+    if rhs is ABSENT:
+        return lhs
+    if lhs is ABSENT:
+        return rhs
+    kind, atomic = _shape(t, rhs if rhs is not None else lhs)
+    if kind == "scalar" or atomic:
+        return rhs
+    if kind == "map":
+        if not isinstance(lhs, dict) and lhs is not None:
+            return rhs
+        lmap = lhs or {}
+        rmap = rhs if isinstance(rhs, dict) else {}
+        if not lmap and not rmap:
+            return rhs
+        out: dict[str, Any] = {}
+        for key, lval in lmap.items():
+            rval = rmap.get(key, ABSENT)
+            merged = lval if rval is ABSENT else smd_merge(lval, rval, t.field(key))
+            if merged is not ABSENT:
+                out[key] = merged
+        for key, rval in rmap.items():
+            if key not in lmap:
+                out[key] = rval
+        return out if out else ABSENT
+    if not isinstance(lhs, list) and lhs is not None:
+        return rhs
+    llist = lhs or []
+    rlist = rhs if isinstance(rhs, list) else []
+    if not llist and not rlist:
+        return rhs
+    out_list = _smd_merge_list(llist, rlist, t, kind)
+    return out_list if out_list else ABSENT
+
+
+def _smd_merge_list(lhs: list[Any], rhs: list[Any], t: Type, kind: str) -> list[Any]:
+    """typed/merge.go visitListItems."""
+    item_type = t.items()
+    rhs_pes = [item_element(t, kind, item, i) for i, item in enumerate(rhs)]
+    if len(set(rhs_pes)) != len(rhs_pes):
+        raise ApplyError("git's object has two items with the same key in a list-type map/set")
+    if t.keys and kind == "list" and any(pe.startswith("i:") for pe in rhs_pes):
+        keys = ", ".join(t.keys)
+        raise ApplyError(f"git's object has a list item without any of its keys ({keys})")
+    lhs_pes = [item_element(t, kind, item, i) for i, item in enumerate(lhs)]
+    observed_rhs: dict[str, Any] = {}
+    for pe, item in zip(rhs_pes, rhs, strict=True):
+        observed_rhs.setdefault(pe, item)
+    observed_lhs: dict[str, Any] = {}
+    for pe, item in zip(lhs_pes, lhs, strict=True):
+        observed_lhs[pe] = item if pe not in observed_lhs else None  # duplicates: nil
+    shared = [pe for pe in rhs_pes if pe in observed_lhs]
+    shared_at = 0
+    next_shared = shared[0] if shared else None
+    if shared:
+        shared_at = 1
+    merged_rhs: set[str] = set()
+    out: list[Any] = []
+    li = ri = 0
+    llen, rlen = len(lhs_pes), len(rhs_pes)
+
+    def advance() -> str | None:
+        nonlocal shared_at
+        if shared_at < len(shared):
+            shared_at += 1
+            return shared[shared_at - 1]
+        return None
+
+    while li < llen or ri < rlen:
+        if li < llen and ri < rlen:
+            pe = lhs_pes[li]
+            if pe == rhs_pes[ri]:
+                merged_rhs.add(pe)
+                value = smd_merge(observed_lhs.get(pe), observed_rhs.get(pe, ABSENT), item_type)
+                if value is not ABSENT:
+                    out.append(value)
+                li += 1
+                ri += 1
+                next_shared = advance()
+                continue
+            if pe in observed_rhs and next_shared is not None and next_shared != pe:
+                li += 1
+                continue
+        if li < llen:
+            pe = lhs_pes[li]
+            if pe not in observed_rhs:
+                value = smd_merge(lhs[li], ABSENT, item_type)
+                if value is not ABSENT:
+                    out.append(value)
+                li += 1
+                continue
+            if pe in merged_rhs:
+                li += 1
+        if ri < rlen:
+            pe = rhs_pes[ri]
+            merged_rhs.add(pe)
+            lchild = observed_lhs.get(pe, ABSENT)
+            if lchild is None and pe in observed_lhs:
+                lchild = ABSENT
+            value = smd_merge(lchild, observed_rhs.get(pe, ABSENT), item_type)
+            if value is not ABSENT:
+                out.append(value)
+            ri += 1
+            if next_shared is not None and next_shared == pe:
+                next_shared = advance()
+    return out
+
+
+
+
+# --------------------------------------------------------------------------- smd._covers
+
+from kubectl_gitdrift.compare.smd import canonical_element
+
+
+def smd_covers(tree: Any, value: Any, node: Type, *, raw: bool = False) -> bool:
+    index: dict[str, Any] | None = None
+    for key, entry in tree.items():
+        if raw:  # fieldsV1: {element: children}, "." marks a member that has children
+            if key == ".":
+                continue
+            if not isinstance(entry, dict):
+                return False
+            elem, member, below = canonical_element(key), not entry or "." in entry, entry
+        else:
+            elem, (member, below) = key, entry
+        if elem.startswith("f:"):
+            name = elem[2:]
+            if not isinstance(value, dict) or name not in value:
+                return False
+            child, child_node = value[name], node.field(name)
+            # a non-empty map or list is a member only when atomic or not declared
+            granular = (
+                member
+                and isinstance(child, (dict, list))
+                and child
+                and name in node.named
+                and not _shape(child_node, child)[1]
+            )
+            if granular:
+                return False
+        else:
+            if index is None:
+                if not isinstance(value, list):
+                    return False
+                kind, atomic = _shape(node, value)
+                if atomic:
+                    return False
+                index = {item_element(node, kind, item, i): item for i, item in enumerate(value)}
+            if elem not in index:
+                return False
+            child, child_node = index[elem], node.items()
+        if below and not smd_covers(below, child, child_node, raw=raw):
+            return False
+    return True
+
+

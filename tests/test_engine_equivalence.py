@@ -13,6 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kubectl_gitdrift import diff, model, normalize, quantity
+from kubectl_gitdrift.compare import smd
 from kubectl_gitdrift.openapi import load_builtin_definitions
 from kubectl_gitdrift.schema import Schema
 from tests import engine_reference as ref
@@ -331,3 +332,74 @@ def _read(read: Any, text: str) -> Any:
 @given(json_texts)
 def test_json_texts_read_as_json_reads_them(text: str) -> None:
     assert _read(normalize.loads, text) == _read(json.loads, text)
+
+
+# --------------------------------------------------------------------------- smd.merge
+
+SMD_TYPES = {name: smd.of(node) for name, node in {**KINDS, "none": None}.items()}
+
+
+def _merged(fn: Any, lhs: Any, rhs: Any, t: Any) -> Any:
+    try:
+        return ("ok", strict(fn(lhs, rhs, t)))
+    except smd.ApplyError as exc:
+        return ("ApplyError", str(exc))
+
+
+@MANY
+@given(kind_objects(), st.data())
+def test_structured_merge_matches_the_reference(
+    t: tuple[Any, dict[str, Any]], data: st.DataObject
+) -> None:
+    node, live = t
+    config = data.draw(variant(live, top=True))
+    smd_type = smd.of(node)
+    for lhs, rhs in ((live, config), (config, live)):
+        assert _merged(smd.merge, lhs, rhs, smd_type) == _merged(ref.smd_merge, lhs, rhs, smd_type)
+    untyped = SMD_TYPES["none"]
+    assert _merged(smd.merge, live, config, untyped) == _merged(
+        ref.smd_merge, live, config, untyped
+    )
+
+
+def _fields_v1(paths: set[tuple[str, ...]]) -> dict[str, Any]:
+    """A field set written as managedFields' fieldsV1 (bench/strategies.py's fields_v1)."""
+    root: dict[str, Any] = {}
+    for path in sorted(paths):
+        node = root
+        for elem in path:
+            node = node.setdefault(elem, {})
+    for path in paths:
+        node = root
+        for elem in path:
+            node = node[elem]
+        if node:
+            node["."] = {}
+    return root
+
+
+def _respelled(raw: dict[str, Any]) -> dict[str, Any]:
+    """fieldsV1 with its k:/v: elements spelled as another writer would (spaces)."""
+    return {
+        (k[:2] + json.dumps(json.loads(k[2:])) if k[:2] in ("k:", "v:") else k): _respelled(v)
+        for k, v in raw.items()
+    }
+
+
+@MANY
+@given(kind_objects(), st.data())
+def test_applied_again_matches_the_reference(
+    t: tuple[Any, dict[str, Any]], data: st.DataObject
+) -> None:
+    node, applied = t
+    config = data.draw(variant(applied, top=True))
+    smd_type = smd.of(node)
+    try:
+        fields = smd.field_set(applied, smd_type)
+    except smd.ApplyError:
+        return
+    for raw in (_fields_v1(fields), _respelled(_fields_v1(fields))):
+        got = smd._covers(raw, config, smd_type, raw=True)
+        assert got == ref.smd_covers(raw, config, smd_type, raw=True)
+    tree = smd.trie(fields)
+    assert smd._covers(tree, config, smd_type) == ref.smd_covers(tree, config, smd_type)

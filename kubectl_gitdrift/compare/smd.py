@@ -272,6 +272,9 @@ def ensure_named(paths: Iterable[Path], t: Type) -> FieldSet:
 # --------------------------------------------------------------------------- merge
 
 
+_LEAVES = frozenset({str, int, float, bool})
+
+
 def merge(lhs: Any, rhs: Any, t: Type) -> Any:
     """typed Merge with config (rhs) winning: the object after applying rhs onto lhs."""
     if rhs is ABSENT:
@@ -291,9 +294,14 @@ def merge(lhs: Any, rhs: Any, t: Type) -> Any:
         out: dict[str, Any] = {}
         for key, lval in lmap.items():
             rval = rmap.get(key, ABSENT)
-            merged = lval if rval is ABSENT else merge(lval, rval, t.field(key))
-            if merged is not ABSENT:
-                out[key] = merged
+            if rval is ABSENT:
+                out[key] = lval
+            elif type(rval) in _LEAVES:  # a scalar from config wins whatever the type says
+                out[key] = rval
+            else:
+                merged = merge(lval, rval, t.field(key))
+                if merged is not ABSENT:
+                    out[key] = merged
         for key, rval in rmap.items():
             if key not in lmap:
                 out[key] = rval
@@ -461,42 +469,44 @@ def applied_again_raw(fields_v1: Any, config: Mapping[str, Any], t: Type) -> boo
 
 def _covers(tree: Any, value: Any, node: Type, *, raw: bool = False) -> bool:
     index: dict[str, Any] | None = None
+    is_map = isinstance(value, dict)
     for key, entry in tree.items():
         if raw:  # fieldsV1: {element: children}, "." marks a member that has children
             if key == ".":
                 continue
-            if not isinstance(entry, dict):
+            if type(entry) is not dict and not isinstance(entry, dict):
                 return False
-            elem, member, below = canonical_element(key), not entry or "." in entry, entry
+            elem = key if key[:2] == "f:" else canonical_element(key)
+            member, below = not entry or "." in entry, entry
         else:
             elem, (member, below) = key, entry
-        if elem.startswith("f:"):
+        if elem[:2] == "f:":
             name = elem[2:]
-            if not isinstance(value, dict) or name not in value:
+            if not is_map or name not in value:
                 return False
-            child, child_node = value[name], node.field(name)
+            child = value[name]
             # a non-empty map or list is a member only when atomic or not declared
-            granular = (
+            if (
                 member
-                and isinstance(child, (dict, list))
                 and child
+                and isinstance(child, (dict, list))
                 and name in node.named
-                and not _shape(child_node, child)[1]
-            )
-            if granular:
+                and not _shape(node.field(name), child)[1]
+            ):
                 return False
-        else:
-            if index is None:
-                if not isinstance(value, list):
-                    return False
-                kind, atomic = _shape(node, value)
-                if atomic:
-                    return False
-                index = {item_element(node, kind, item, i): item for i, item in enumerate(value)}
-            if elem not in index:
+            if below and not _covers(below, child, node.field(name), raw=raw):
                 return False
-            child, child_node = index[elem], node.items()
-        if below and not _covers(below, child, child_node, raw=raw):
+            continue
+        if index is None:
+            if not isinstance(value, list):
+                return False
+            kind, atomic = _shape(node, value)
+            if atomic:
+                return False
+            index = {item_element(node, kind, item, i): item for i, item in enumerate(value)}
+        if elem not in index:
+            return False
+        if below and not _covers(below, index[elem], node.items(), raw=raw):
             return False
     return True
 
