@@ -643,8 +643,11 @@ def _evaluate(pair: _Pair, rules: Sequence[normalize.ActiveRule]) -> _Outcome:
         live = normalize.apply_ignores(normalize.deepcopy(live), rules, managed)
         if orig is not None:
             orig = normalize.apply_ignores(normalize.deepcopy(orig), rules, managed)
-    patch_orig = normalize.stripped_for_patch(orig if orig is not None else desired)
     patch_desired = normalize.stripped_for_patch(desired)
+    if orig is None or orig is desired:  # the usual case: last-applied is git's object
+        patch_orig = patch_desired  # predict reads both and writes neither
+    else:
+        patch_orig = normalize.stripped_for_patch(orig)
     node, strategic = pair.node, pair.strategic
     if strategic and pair.key.group in ("apps", "extensions") and pair.key.kind == "StatefulSet":
         live_for_patch = _statefulset_workaround(patch_orig, live)

@@ -516,7 +516,12 @@ _BUILTIN_GROUPS = re.compile(r"^$|\.k8s\.io$|^apps$|^batch$|^policy$|^autoscalin
 
 
 def _builtin(key: model.ObjectKey) -> bool:
-    return bool(_BUILTIN_GROUPS.search(key.group))
+    return _builtin_group(key.group)
+
+
+@lru_cache(maxsize=1024)
+def _builtin_group(group: str) -> bool:
+    return bool(_BUILTIN_GROUPS.search(group))
 
 
 def last_applied(live: Mapping[str, Any]) -> dict[str, Any] | None:
