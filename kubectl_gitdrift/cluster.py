@@ -236,6 +236,8 @@ class Cluster:
 
     def __init__(self, config: Config) -> None:
         self.config = config
+        self._early_queries: list[Query] = []
+        self._early: asyncio.Task[list[ListResult]] | None = None
         self._loop = asyncio.new_event_loop()
         self._thread: threading.Thread | None = None  # runs the loop, from the first request
         self._api: Any = None  # kr8s.asyncio.Api; never leaves this module
@@ -335,6 +337,9 @@ class Cluster:
         api.timeout = cfg.timeout
         self.server = str(api.auth.server or "")
         self.context = str(api.auth.active_context or cfg.context or "")
+        if self._early_queries:
+            self._early = asyncio.ensure_future(self._list_all(self._early_queries))
+            self._early.add_done_callback(_retrieved)  # raised by early_results(), if asked
         # /version, /api and /apis at once; a failure is said as if they ran in that order
         self.version, kinds = await _in_order(
             self._essential(self._get_json("/version"), "/version"),
@@ -637,6 +642,22 @@ class Cluster:
         loop's thread."""
         return self.start_fetch(queries, done).result()
 
+    def list_on_connect(self, queries: Sequence[Query]) -> None:
+        """LISTs (of kinds the caller expects the server to serve) to send as soon as kr8s
+        has connected, while discovery runs; call before entering. :meth:`early_results`."""
+        self._early_queries = list(queries)
+
+    def early_results(self) -> list[ListResult]:
+        """The results of the :meth:`list_on_connect` LISTs, in their order."""
+        if self._early is None:
+            return []
+        early = self._early
+
+        async def wait() -> list[ListResult]:
+            return await early
+
+        return self._run(wait())
+
     def start_fetch(
         self, queries: Sequence[Query], done: Callable[[ListResult], None] | None = None
     ) -> concurrent.futures.Future[list[ListResult]]:
@@ -853,6 +874,12 @@ class Cluster:
 
         await asyncio.gather(*(one(gv) for gv in group_versions))
         return docs, sorted(notes)
+
+
+def _retrieved(task: asyncio.Task[Any]) -> None:
+    """Marks a task's error as seen (a connection that failed says why itself)."""
+    if not task.cancelled():
+        task.exception()
 
 
 async def _in_order(*coros: Coroutine[Any, Any, Any]) -> list[Any]:

@@ -629,7 +629,12 @@ def _gather_live(
         timeout=args.request_timeout,
         **{"concurrency": max_workers(), **CLUSTER_OPTIONS},
     )
-    with cluster.Cluster(config) as kc:
+    # Argo CD's objects are listed while discovery runs, of the kinds its CRDs serve (checked
+    # against discovery before their answers are used)
+    apps, settings_objects = _argocd_queries(args, names, _argocd_kind)
+    kc = cluster.Cluster(config)
+    kc.list_on_connect([*apps, *settings_objects])
+    with kc:
         progress(f"connected to {kc.where}")
         bodies, argocd_docs, unreadable, notes = _live_argocd(kc, args, names)
         settings = application.parse_settings(
@@ -873,31 +878,14 @@ def _live_argocd(
             "--api-group argoproj.io",
         )
     controller_ns = args.app_namespace or "argocd"
-    queries: list[Any] = []
-    if args.all:
-        queries.append(cluster.Query(app_kind, "" if args.all_namespaces else controller_ns))
-    else:
-        for text in names:
-            namespace, name = split_name(text, args)
-            queries.append(
-                cluster.Query(
-                    app_kind, namespace or "argocd", field_selector=f"metadata.name={name}"
-                )
-            )
-    cm_kind = kc.discovery.find("", "ConfigMap")
-    project_kind = kc.discovery.find("argoproj.io", "AppProject")
-    extra = []
+    queries, extra = _argocd_queries(args, names, kc.discovery.find)
     # Argo CD's settings ConfigMaps by one LIST of the namespace (never one request per object):
     # argocd-cm, argocd-cmd-params-cm (the controller's flags), and argocd-cmp-cm only to run
     # its plugins (--allow-plugins).
     wanted_cms = {"argocd-cm", application.PARAMS_CM}
     if getattr(args, "allow_plugins", False):
         wanted_cms.add("argocd-cmp-cm")
-    if cm_kind is not None:
-        extra.append(cluster.Query(cm_kind, controller_ns))
-    if project_kind is not None:
-        extra.append(cluster.Query(project_kind, controller_ns))
-    results = kc.fetch([*queries, *extra])
+    results = _reusing(kc, [*queries, *extra], kc.early_results())
     bodies: list[model.Body] = []
     for res in results[: len(queries)]:
         if res.error:
@@ -951,6 +939,67 @@ def _live_argocd(
             continue
         argocd_docs.extend(res.items)
     return bodies, argocd_docs, unreadable, notes
+
+
+_ARGOCD_KINDS = {
+    ("argoproj.io", "Application"): ("v1alpha1", "applications"),
+    ("", "ConfigMap"): ("v1", "configmaps"),
+    ("argoproj.io", "AppProject"): ("v1alpha1", "appprojects"),
+}
+"""What Argo CD's CRDs and the core API serve, to list before discovery has said so."""
+
+
+def _argocd_kind(group: str, kind: str) -> Any:
+    from kubectl_gitdrift import cluster
+
+    version, plural = _ARGOCD_KINDS[(group, kind)]
+    return cluster.Kind(group, version, kind, plural, namespaced=True)
+
+
+def _argocd_queries(
+    args: argparse.Namespace, names: Sequence[str], find: Any
+) -> tuple[list[Any], list[Any]]:
+    """The LISTs of the Applications asked for, and of the ConfigMaps and AppProjects in Argo
+    CD's namespace, with the kinds `find(group, kind)` gives (None: not served, not listed)."""
+    from kubectl_gitdrift import cluster
+
+    app_kind = find("argoproj.io", "Application")
+    controller_ns = args.app_namespace or "argocd"
+    queries: list[Any] = []
+    if app_kind is not None and args.all:
+        queries.append(cluster.Query(app_kind, "" if args.all_namespaces else controller_ns))
+    elif app_kind is not None:
+        for text in names:
+            namespace, name = split_name(text, args)
+            queries.append(
+                cluster.Query(
+                    app_kind, namespace or "argocd", field_selector=f"metadata.name={name}"
+                )
+            )
+    extra = []
+    for group, kind in (("", "ConfigMap"), ("argoproj.io", "AppProject")):
+        found = find(group, kind)
+        if found is not None:
+            extra.append(cluster.Query(found, controller_ns))
+    return queries, extra
+
+
+def _reusing(kc: Any, queries: Sequence[Any], early: Sequence[Any]) -> list[Any]:
+    """The results of `queries`: an early LIST's where it asked the same of a kind discovery
+    serves as it was guessed, else LISTed now."""
+
+    def same(query: Any) -> tuple[Any, ...]:
+        k = query.kind
+        return (k.group, k.version, k.kind, k.plural, k.namespaced, query.namespace,
+                query.label_selector, query.field_selector)  # fmt: skip
+
+    found = {same(res.query): res for res in early}
+    missing = [q for q in queries if same(q) not in found]
+    fetched = dict(zip(missing, kc.fetch(missing), strict=True)) if missing else {}
+    return [
+        dataclasses.replace(found[same(q)], query=q) if same(q) in found else fetched[q]
+        for q in queries
+    ]
 
 
 def _status_wants(

@@ -188,6 +188,24 @@ def test_lists_known_from_the_application_run_while_it_renders(
     assert without_mode(result.stdout) == {k: v for k, v in offline.items() if k != "mode"}
 
 
+def test_argo_cd_objects_are_listed_while_discovery_runs(
+    incident: KubeAPIServer, repo: Path, run_cli: Callable[..., Result]
+) -> None:
+    """The Application, Argo CD's ConfigMaps and AppProjects are listed as soon as kr8s has
+    connected, with the kinds Argo CD's CRDs serve, while discovery answers (slowly here):
+    their answers are used once discovery agrees, and nothing is listed twice."""
+    incident.inject(path_regex=r"^/apis/?$", delay=1.5, times=1)
+    result = run_cli(live_args(incident, repo, "-o", "json"))
+    assert result.exit_code == ExitCode.DRIFT, result.stderr
+    paths = [r.path.rstrip("/") for r in incident.requests]
+    apps = "/apis/argoproj.io/v1alpha1/namespaces/argocd/applications"
+    assert paths.index(apps) < paths.index("/apis")  # answered while /apis still waited
+    assert paths.count(apps) == 1
+    assert paths.count("/api/v1/namespaces/argocd/configmaps") == 1
+    offline = run_cli(offline_args(INCIDENT / "snapshot.yaml", repo, "-o", "json"))
+    assert without_mode(result.stdout) == without_mode(offline.stdout)
+
+
 def test_render_error_with_lists_in_flight(
     incident: KubeAPIServer, repo: Path, run_cli: Callable[..., Result]
 ) -> None:
