@@ -523,10 +523,22 @@ def type_of(schema: SchemaLike | None, key: model.ObjectKey, version: str) -> No
     registers), or None for CRDs and unknown kinds (JSON merge, no type normalization)."""
     if schema is None:
         return None
+    memo = (id(schema), key.group, version, key.kind)
+    hit = _TYPE_OF.get(memo)
+    if hit is not None and hit[0] is schema:
+        return hit[1]
     node = schema.closest(key.group, version, key.kind)
     if node is None or not (node.definition or "").startswith(BUILTIN_PREFIX):
-        return None
+        node = None
+    if len(_TYPE_OF) >= 4096:  # a long-running process builds a schema per cycle
+        _TYPE_OF.clear()
+    _TYPE_OF[memo] = (schema, node)
     return node
+
+
+_TYPE_OF: dict[tuple[int, str, str, str], tuple[SchemaLike, Node | None]] = {}
+"""type_of's answers by (id of the schema, group, version, kind); each entry holds its schema,
+so that id cannot be reused by another schema while the entry lives."""
 
 
 def compare(
@@ -657,9 +669,10 @@ def _evaluate(pair: _Pair, rules: Sequence[normalize.ActiveRule]) -> _Outcome:
     if live_for_patch is not live:
         predicted = _restore_claims(predicted, live_for_patch, live)
     found = diff_bodies(predicted, live, node, strategic=strategic)
-    defaults = _defaults_for(pair)
-    if defaults is None or not found:  # no difference before defaulting: none after it counts
+    if not found or pair.defaults is None:  # no difference before defaulting: none after counts
         return _Outcome(predicted, live, desired, found)
+    defaults = _defaults_for(pair)
+    assert defaults is not None
     predicted_d = defaults(predicted)
     live_d = defaults(live)
     found_d = diff_bodies(predicted_d, live_d, node, strategic=strategic)
