@@ -19,7 +19,7 @@ the medians are compared as ratios:
 - ``kubectl gitdrift version``, and ``python -c pass`` (the interpreter's own start);
 - with ``--before REV``, the same gitdrift commands on the package as it was at REV (extracted
   with ``git archive``, run with PYTHONPATH), and a check that both trees print byte-identical
-  reports (text and JSON);
+  reports (text and JSON); every tree is byte-compiled first, as an install is;
 - with ``--json-libs DIR`` (a ``pip install --target DIR orjson msgspec``), json.loads against
   orjson and msgspec on the two LIST responses' bodies, in process.
 
