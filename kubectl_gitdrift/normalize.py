@@ -147,7 +147,7 @@ def _remarshal_typed(body: Any, node: Node, *, top: bool) -> Any:
         return body
     kind = node.type
     if kind is not None:
-        if not _json_type_ok(body, kind):
+        if (kind, cls) not in _TYPE_OK and not _json_type_ok(body, kind):
             raise _Undecodable
     elif isinstance(body, float) and body.is_integer():
         return int(body)
