@@ -724,8 +724,6 @@ def _smd_merge_list(lhs: list[Any], rhs: list[Any], t: Type, kind: str) -> list[
     return out
 
 
-
-
 # --------------------------------------------------------------------------- smd._covers
 
 from kubectl_gitdrift.compare.smd import canonical_element
@@ -771,5 +769,3 @@ def smd_covers(tree: Any, value: Any, node: Type, *, raw: bool = False) -> bool:
         if below and not smd_covers(below, child, child_node, raw=raw):
             return False
     return True
-
-
