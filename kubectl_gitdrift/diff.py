@@ -530,15 +530,15 @@ def type_of(schema: SchemaLike | None, key: model.ObjectKey, version: str) -> No
     node = schema.closest(key.group, version, key.kind)
     if node is None or not (node.definition or "").startswith(BUILTIN_PREFIX):
         node = None
-    if len(_TYPE_OF) >= 4096:  # a long-running process builds a schema per cycle
-        _TYPE_OF.clear()
+    if _TYPE_OF and (len(_TYPE_OF) >= 4096 or next(iter(_TYPE_OF.values()))[0] is not schema):
+        _TYPE_OF.clear()  # one schema's answers at a time: old schemas are not kept alive
     _TYPE_OF[memo] = (schema, node)
     return node
 
 
 _TYPE_OF: dict[tuple[int, str, str, str], tuple[SchemaLike, Node | None]] = {}
-"""type_of's answers by (id of the schema, group, version, kind); each entry holds its schema,
-so that id cannot be reused by another schema while the entry lives."""
+"""type_of's answers by (id of the schema, group, version, kind), all for one schema (held, so
+its id cannot be reused while the entries live); another schema starts afresh."""
 
 
 def compare(

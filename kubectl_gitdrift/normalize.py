@@ -215,16 +215,19 @@ class _Plan(dict):  # type: ignore[type-arg]
 _REJECT = object()
 _OPAQUE = "opaque"
 _PLANS: dict[Node, _Plan] = {}
-"""The plans of the schema nodes met so far (forgotten past _PLANS_MAX: a long-running process
-builds a schema per cycle, and a plan holds its node)."""
+"""The plans of the schema nodes met so far, all of one schema: a node of another schema (a
+long-running process builds one per cycle) starts afresh, so old schemas are not kept alive."""
 _PLANS_MAX = 8192
+_plans_schema: list[Any] = [None]  # the schema the plans' nodes belong to
 
 
 def _plan(node: Node) -> _Plan:
     plan = _PLANS.get(node)
     if plan is None:
-        if len(_PLANS) >= _PLANS_MAX:
+        owner = getattr(node, "_schema", None)
+        if owner is not _plans_schema[0] or len(_PLANS) >= _PLANS_MAX:
             _PLANS.clear()
+            _plans_schema[0] = owner
         plan = _PLANS[node] = _Plan(node)
     return plan
 
