@@ -13,6 +13,7 @@ the caller runs the items itself.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import gc
 import os
 import pickle
@@ -37,10 +38,11 @@ _TASK = struct.Struct("<Q")  # the first index of a run of `chunk` items
 _FRAME = struct.Struct("<BQQ")  # kind, item index, size of the pickled payload that follows
 _STARTED, _ANSWERED, _FAILED = 0, 1, 2
 _MAX_TASKS = 4096  # task records that fit a pipe's buffer (64 KiB) with room to spare
+_ANSWER_ROOM = 1 << 20  # a child's answers wait here while this process computes an item
 
 
 def processes(items: int, limit: int) -> int:
-    """How many worker processes to run `items` in: 1 means "in this process".
+    """How many processes to run `items` in, this one included: 1 means "only this one".
 
     At most one per usable core and `limit`, at least MIN_ITEMS_PER_PROCESS items each."""
     if sys.platform != "linux" or not hasattr(os, "fork"):
@@ -59,18 +61,21 @@ def imap(
     workers: int,
     describe: Callable[[T], str] = str,
 ) -> Generator[R, None, None]:
-    """`fn(item)` for each item, in order: the first here, the rest by `workers` forked
-    children. What the first call loads on first use (schemas, per-kind plans, memoized
-    answers) is then inherited by every worker instead of built again in each.
+    """`fn(item)` for each item, in order, computed by `workers` processes: this one and
+    `workers - 1` forked children, all taking the next item when free.
 
-    An exception raised by `fn` in a child is raised here (the first one; the other workers
-    are stopped). A child that dies (a signal, os._exit) raises GitDriftError naming the item.
+    This process computes the first item before forking, so what it loads on first use
+    (schemas, per-kind plans, memoized answers) is inherited by every child instead of built
+    again in each; and it works beside them, on pages that are its own (a child's first write
+    to an inherited page copies it) with no answer to pickle.
+
+    An exception raised by `fn` (here or in a child) is raised here; the children are then
+    stopped. A child that dies (a signal, os._exit) raises GitDriftError naming its item.
     Closing the iterator early stops and reaps every child."""
     if not items:
         return
     yield fn(items[0])
-    rest = items[1:]
-    pool = _Pool(fn, rest, workers)
+    pool = _Pool(fn, items, 1, workers - 1)
     finished = False
     try:
         yield from pool.results(describe)
@@ -80,78 +85,102 @@ def imap(
 
 
 class _Pool:
-    """Workers forked over one task pipe, filled and closed before the first fork: a worker
-    takes the next task when it is free, and never waits for the parent (which may be busy, or
-    off the CPU, on a loaded machine). Each worker answers on a pipe of its own."""
+    """Children forked over one task pipe, filled and closed before the first fork: a free
+    process (a child, or this one between two answers) takes the next task itself and never
+    waits for another. Each child answers on a pipe of its own."""
 
-    def __init__(self, fn: Callable[[Any], Any], items: Sequence[Any], workers: int) -> None:
+    def __init__(
+        self, fn: Callable[[Any], Any], items: Sequence[Any], first: int, children: int
+    ) -> None:
+        self.fn = fn
         self.items = items
         self.pids: list[int] = []
-        self.results_fd: list[int] = []  # parent's read end of each worker's result pipe
-        chunk = max(1, -(-len(items) // _MAX_TASKS))
-        tasks_r, tasks_w = os.pipe()
+        self.results_fd: list[int] = []  # this end of each child's result pipe
+        self.chunk = max(1, -(-(len(items) - first) // _MAX_TASKS))
+        self.tasks, tasks_w = os.pipe()
         try:
-            os.write(tasks_w, b"".join(_TASK.pack(i) for i in range(0, len(items), chunk)))
+            os.write(
+                tasks_w,
+                b"".join(_TASK.pack(i) for i in range(first, len(items), self.chunk)),
+            )
         finally:
-            os.close(tasks_w)  # workers read to the end, then stop
+            os.close(tasks_w)  # every process reads to the end, then stops
         gc.freeze()  # keep the collector from touching (and so copying) inherited pages
-        try:
-            for _ in range(workers):
-                result_r, result_w = os.pipe()
-                with warnings.catch_warnings():  # 3.12+ warns of any other thread: see above
-                    warnings.simplefilter("ignore", DeprecationWarning)
-                    pid = os.fork()
-                if pid == 0:  # pragma: no cover (the child; coverage cannot follow os._exit)
-                    code = 70
-                    try:
-                        for fd in (*self.results_fd, result_r):
-                            os.close(fd)
-                        _child(fn, items, chunk, tasks_r, result_w)
-                        code = 0
-                    finally:
-                        os._exit(code)
-                os.close(result_w)
-                self.pids.append(pid)
-                self.results_fd.append(result_r)
-        finally:
-            os.close(tasks_r)
+        for _ in range(children):
+            result_r, result_w = os.pipe()
+            with contextlib.suppress(OSError, AttributeError):  # room for answers while busy
+                fcntl.fcntl(result_w, fcntl.F_SETPIPE_SZ, _ANSWER_ROOM)
+            with warnings.catch_warnings():  # 3.12+ warns of any other thread: see above
+                warnings.simplefilter("ignore", DeprecationWarning)
+                pid = os.fork()
+            if pid == 0:  # pragma: no cover (the child; coverage cannot follow os._exit)
+                code = 70
+                try:
+                    for fd in (*self.results_fd, result_r):
+                        os.close(fd)
+                    _child(fn, items, self.chunk, self.tasks, result_w)
+                    code = 0
+                finally:
+                    os._exit(code)
+            os.close(result_w)
+            self.pids.append(pid)
+            self.results_fd.append(result_r)
 
     def results(self, describe: Callable[[Any], str]) -> Iterator[Any]:
         buffers = [bytearray() for _ in self.pids]
-        working: list[int | None] = [None for _ in self.pids]  # the item each worker is on
+        working: list[int | None] = [None for _ in self.pids]  # the item each child is on
         done: dict[int, Any] = {}
-        emitted = 0
+        emitted = 1  # the first item was computed before the pool
+        mine: list[int] = []  # items of a task this process took and has not computed yet
+        tasks_left = True
         with selectors.DefaultSelector() as sel:
-            for worker, fd in enumerate(self.results_fd):
-                sel.register(fd, selectors.EVENT_READ, worker)
+            for child, fd in enumerate(self.results_fd):
+                sel.register(fd, selectors.EVENT_READ, child)
             while emitted < len(self.items):
-                if not sel.get_map():
+                if not mine and tasks_left:
+                    mine = self._take()
+                    tasks_left = bool(mine)
+                if mine:  # work here; look at the children's answers between two items
+                    index = mine.pop(0)
+                    done[index] = self.fn(self.items[index])
+                    timeout: float | None = 0
+                elif not sel.get_map():
                     raise GitDriftError(f"the worker processes stopped after {emitted} items")
-                for selected, _ in sel.select():
-                    worker = selected.data
+                else:
+                    timeout = None  # nothing left to take: wait for the children
+                for selected, _ in sel.select(timeout):
+                    child = selected.data
                     data = os.read(selected.fd, 1 << 20)
                     if not data:
                         sel.unregister(selected.fd)
-                        item = working[worker]
+                        item = working[child]
                         if item is not None:
-                            raise self._died(worker, describe(self.items[item]))
+                            raise self._died(child, describe(self.items[item]))
                         continue
-                    buffers[worker] += data
-                    for kind, index, value in _frames(buffers[worker]):
+                    buffers[child] += data
+                    for kind, index, value in _frames(buffers[child]):
                         if kind == _STARTED:
-                            working[worker] = index
+                            working[child] = index
                         elif kind == _FAILED:
                             raise value
                         else:
-                            working[worker] = None
+                            working[child] = None
                             done[index] = value
                 while emitted in done:
                     yield done.pop(emitted)
                     emitted += 1
 
-    def _died(self, worker: int, item: str) -> GitDriftError:
-        _, status = os.waitpid(self.pids[worker], 0)
-        self.pids[worker] = 0
+    def _take(self) -> list[int]:
+        """The items of the next task in the pipe, taken by this process; none when empty."""
+        raw = os.read(self.tasks, _TASK.size)
+        if not raw:
+            return []
+        (first,) = _TASK.unpack(raw)
+        return list(range(first, min(first + self.chunk, len(self.items))))
+
+    def _died(self, child: int, item: str) -> GitDriftError:
+        _, status = os.waitpid(self.pids[child], 0)
+        self.pids[child] = 0
         if os.WIFSIGNALED(status):
             how = f"was killed by {signal.Signals(os.WTERMSIG(status)).name}"
         else:
@@ -162,9 +191,9 @@ class _Pool:
         )
 
     def close(self, kill: bool) -> None:
-        """Reap every worker (each stops at the end of the task pipe); `kill` them first when
+        """Reap every child (each stops at the end of the task pipe); `kill` them first when
         results are still owed (an error, or the caller stopped reading)."""
-        for fd in self.results_fd:
+        for fd in (self.tasks, *self.results_fd):
             with contextlib.suppress(OSError):
                 os.close(fd)
         for pid in self.pids:
