@@ -322,7 +322,9 @@ def _evaluate(
             )
             mode = "offline"
         else:
-            state, targets = workflow.gather_live(
+            from kubectl_gitdrift import gather
+
+            state, targets = gather.gather_live(
                 args, [args.app] if args.app else [], Path(workdir), progress, err
             )
             settings = workflow.settings_of(state)
@@ -562,11 +564,11 @@ def serve_runner(args: argparse.Namespace, err: TextIO) -> serve.RunOnce:
 def _snapshot(sub: argparse.Namespace, out: TextIO, err: TextIO) -> ExitCode:
     import tempfile
 
-    from kubectl_gitdrift import snapshot, workflow
+    from kubectl_gitdrift import gather, snapshot
 
     _check_selection(sub, sub.apps)
     with tempfile.TemporaryDirectory(prefix="gitdrift-") as workdir, _progress(sub, err) as shown:
-        state, targets = workflow.gather_live(sub, sub.apps, Path(workdir), shown, shown.stream)
+        state, targets = gather.gather_live(sub, sub.apps, Path(workdir), shown, shown.stream)
     for target in targets:
         if target.error is not None:
             err.write(f"warning: {target.name}: {target.error.message}\n")

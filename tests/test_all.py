@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 import yaml
 
-from kubectl_gitdrift import workflow
+from kubectl_gitdrift import gather
 from kubectl_gitdrift.errors import ExitCode
 from tests.apiserver import (
     ServerFactory,
@@ -130,7 +130,7 @@ def test_all_live_equals_offline_on_its_export(
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(workflow, "CLUSTER_OPTIONS", {"backoff": 0.01})
+    monkeypatch.setattr(gather, "CLUSTER_OPTIONS", {"backoff": 0.01})
     server = kube_apiserver(fleet())
     cluster = ["--kubeconfig", str(server.kubeconfig_path)]
     live = run_cli(["--all", *cluster, "--repo-root", str(repo), "-o", "json"])

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 import yaml
 
-from kubectl_gitdrift import cluster, workflow
+from kubectl_gitdrift import cluster, gather, workflow
 from kubectl_gitdrift.errors import ExitCode
 from tests.apiserver import (
     ServerFactory,
@@ -163,7 +163,7 @@ def test_parallel_and_sequential_live_give_the_same_bytes(
     fleet_snapshot: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(workflow, "CLUSTER_OPTIONS", {"backoff": 0.01})
+    monkeypatch.setattr(gather, "CLUSTER_OPTIONS", {"backoff": 0.01})
     seen: list[int] = []
     real_init = cluster.Cluster.__init__
 

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from kubectl_gitdrift import workflow
+from kubectl_gitdrift import gather
 from kubectl_gitdrift.errors import ExitCode
 from tests.apiserver import (
     KubeAPIServer,
@@ -41,7 +41,7 @@ ATTEMPTS = RETRIES + 1
 @pytest.fixture(autouse=True)
 def _fast_retries(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(
-        workflow,
+        gather,
         "CLUSTER_OPTIONS",
         {"backoff": 0.01, "max_backoff": 0.05, "retries": RETRIES, "max_retry_after": 0.05},
     )
@@ -156,7 +156,7 @@ def test_retry_after_is_honoured_up_to_the_cap(
     run_cli: Callable[..., Result],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setitem(workflow.CLUSTER_OPTIONS, "max_retry_after", 0.4)
+    monkeypatch.setitem(gather.CLUSTER_OPTIONS, "max_retry_after", 0.4)
     server = kube_apiserver(incident_objects())
     server.inject(path_regex=r"/deployments$", status=429, retry_after=30, times=None)
     began = time.monotonic()
@@ -175,7 +175,7 @@ def test_a_failing_page_discards_the_pages_before_it(
 ) -> None:
     """Page 1 of the Deployments arrives, page 2 keeps failing: the kind is Unknown, not
     compared on half a list (the guestbook Deployment may be on the missing page)."""
-    monkeypatch.setitem(workflow.CLUSTER_OPTIONS, "page_size", 2)
+    monkeypatch.setitem(gather.CLUSTER_OPTIONS, "page_size", 2)
     server = kube_apiserver(with_extra_deployments())
     server.inject(path_regex=r"/deployments$", query_regex="continue=", status=500, times=None)
     result = run_cli(live_args(server, repo, "-o", "json"))
@@ -193,7 +193,7 @@ def test_continue_token_expired_twice_is_unknown(
     run_cli: Callable[..., Result],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setitem(workflow.CLUSTER_OPTIONS, "page_size", 2)
+    monkeypatch.setitem(gather.CLUSTER_OPTIONS, "page_size", 2)
     server = kube_apiserver(with_extra_deployments())
     server.inject(path_regex=r"/deployments$", query_regex="continue=", status=410, times=None)
     result = run_cli(live_args(server, repo, "-o", "json"))
@@ -216,7 +216,7 @@ def test_paginated_list_reads_every_page(
     server = kube_apiserver(with_extra_deployments())
     whole = run_cli(live_args(server, repo, "-o", "json"))
     server.clear_requests()
-    monkeypatch.setitem(workflow.CLUSTER_OPTIONS, "page_size", 2)
+    monkeypatch.setitem(gather.CLUSTER_OPTIONS, "page_size", 2)
     paged = run_cli(live_args(server, repo, "-o", "json"))
     assert paged.exit_code == ExitCode.DRIFT, paged.stderr
     assert paged.stdout == whole.stdout

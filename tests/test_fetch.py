@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 import yaml
 
-from kubectl_gitdrift import workflow
+from kubectl_gitdrift import gather
 from kubectl_gitdrift.errors import ExitCode
 from kubectl_gitdrift.sources import fetch
 from tests.apiserver import KubeAPIServer, ServerFactory, kube_apiserver  # noqa: F401
@@ -649,7 +649,7 @@ def test_write_patch_from_a_fetched_source_applies_to_a_clone(
 
 @pytest.fixture(autouse=True)
 def _fast_retries(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(workflow, "CLUSTER_OPTIONS", {"backoff": 0.01, "max_backoff": 0.05})
+    monkeypatch.setattr(gather, "CLUSTER_OPTIONS", {"backoff": 0.01, "max_backoff": 0.05})
 
 
 def _live_objects(url: str) -> list[Obj]:

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 import yaml
 
-from kubectl_gitdrift import workflow
+from kubectl_gitdrift import gather, workflow
 from kubectl_gitdrift.errors import ExitCode
 from tests.apiserver import (
     AccessRule,
@@ -41,7 +41,7 @@ def incident_objects() -> list[Obj]:
 
 @pytest.fixture(autouse=True)
 def _fast_retries(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(workflow, "CLUSTER_OPTIONS", {"backoff": 0.01, "max_backoff": 0.05})
+    monkeypatch.setattr(gather, "CLUSTER_OPTIONS", {"backoff": 0.01, "max_backoff": 0.05})
 
 
 @pytest.fixture
@@ -388,7 +388,7 @@ def test_500_is_retried_then_reported_unknown(
     run_cli: Callable[..., Result],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setitem(workflow.CLUSTER_OPTIONS, "retries", 2)
+    monkeypatch.setitem(gather.CLUSTER_OPTIONS, "retries", 2)
     incident.inject(path_regex=r"/deployments$", status=500, times=None)
     result = run_cli(live_args(incident, repo, "-o", "json"))
     assert result.exit_code == ExitCode.INCOMPLETE
@@ -428,7 +428,7 @@ def test_persistent_timeout_is_unknown(
     run_cli: Callable[..., Result],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setitem(workflow.CLUSTER_OPTIONS, "retries", 1)
+    monkeypatch.setitem(gather.CLUSTER_OPTIONS, "retries", 1)
     incident.inject(path_regex=r"/deployments$", delay=1.0, times=None)
     result = run_cli(live_args(incident, repo, "-o", "json", "--request-timeout", "0.3"))
     assert result.exit_code == ExitCode.INCOMPLETE
@@ -467,7 +467,7 @@ def test_pagination_follows_continue(
     server = kube_apiserver(many_events)
     whole = run_cli(live_args(server, repo, "-o", "json"))
     server.clear_requests()
-    monkeypatch.setitem(workflow.CLUSTER_OPTIONS, "page_size", 2)
+    monkeypatch.setitem(gather.CLUSTER_OPTIONS, "page_size", 2)
     paged = run_cli(live_args(server, repo, "-o", "json"))
     assert paged.stdout == whole.stdout
     events = server.requests_for(verb="list", resource="events")
@@ -486,7 +486,7 @@ def test_expired_continue_restarts_the_list_once(
     server = kube_apiserver(many_events)
     whole = run_cli(live_args(server, repo, "-o", "json"))
     server.clear_requests()
-    monkeypatch.setitem(workflow.CLUSTER_OPTIONS, "page_size", 2)
+    monkeypatch.setitem(gather.CLUSTER_OPTIONS, "page_size", 2)
     # the first continue request of the events LIST gets 410, as after an etcd compaction
     server.inject(path_regex=r"/events$", query_regex="continue=", status=410, times=1)
     paged = run_cli(live_args(server, repo, "-o", "json"))

@@ -16,7 +16,7 @@ import httpx
 import pytest
 import yaml
 
-from kubectl_gitdrift import workflow
+from kubectl_gitdrift import gather
 from kubectl_gitdrift.errors import ExitCode
 from tests import conftest
 from tests.apiserver import (
@@ -41,7 +41,7 @@ def incident_objects() -> list[dict]:  # type: ignore[type-arg]
 
 @pytest.fixture(autouse=True)
 def _fast_retries(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(workflow, "CLUSTER_OPTIONS", {"backoff": 0.01, "max_backoff": 0.05})
+    monkeypatch.setattr(gather, "CLUSTER_OPTIONS", {"backoff": 0.01, "max_backoff": 0.05})
 
 
 @pytest.mark.cluster_writes

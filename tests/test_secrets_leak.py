@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from kubectl_gitdrift import workflow
+from kubectl_gitdrift import gather
 from kubectl_gitdrift.errors import ExitCode
 from tests.apiserver import (
     ServerFactory,
@@ -313,7 +313,7 @@ def test_live_outputs_and_the_export_never_hold_a_secret_value(
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(workflow, "CLUSTER_OPTIONS", {"backoff": 0.01})
+    monkeypatch.setattr(gather, "CLUSTER_OPTIONS", {"backoff": 0.01})
     server = kube_apiserver(live_objects())
     cluster = ["--kubeconfig", str(server.kubeconfig_path)]
     live = _run_every_format(run_cli, [*cluster, "--repo-root", str(repo)], tmp_path, "live")

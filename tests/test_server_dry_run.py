@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 import yaml
 
-from kubectl_gitdrift import cluster, workflow
+from kubectl_gitdrift import cluster, gather, workflow
 from kubectl_gitdrift.errors import ExitCode
 from tests import conftest
 from tests.apiserver import (
@@ -43,7 +43,7 @@ CASES = {
 
 @pytest.fixture(autouse=True)
 def _fast_retries(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(workflow, "CLUSTER_OPTIONS", {"backoff": 0.01, "max_backoff": 0.05})
+    monkeypatch.setattr(gather, "CLUSTER_OPTIONS", {"backoff": 0.01, "max_backoff": 0.05})
 
 
 def read(recording: str, name: str) -> Obj:
@@ -612,7 +612,7 @@ def test_secret_values_from_a_dry_run_are_fingerprinted(tmp_path: Path) -> None:
     kc = _Answers(answer)
     key = b"k" * 32
     live = {model.ObjectKey.of(secret): secret}
-    workflow._server_dry_runs(kc, [target], settings, live, [], key, _Quiet())
+    gather._server_dry_runs(kc, [target], settings, live, [], key, _Quiet())
 
     (sent,) = kc.sent  # git's values go to the server as Argo CD sends them: folded into data
     assert "stringData" not in sent
@@ -667,7 +667,7 @@ def test_the_applied_object_is_normalized_as_argo_cd_normalizes_it() -> None:
         },
     }
     key = model.ObjectKey.of(deployment)
-    body = workflow._dry_run_body(model.Manifest(key, deployment, None), types, model.Settings())
+    body = gather._dry_run_body(model.Manifest(key, deployment, None), types, model.Settings())
     assert body == {
         "apiVersion": "apps/v1",
         "kind": "Deployment",
