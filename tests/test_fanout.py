@@ -151,6 +151,7 @@ def test_a_daemon_thread_writing_to_stderr_does_not_stop_the_workers(
     parent = os.getpid()
 
     def fn(item: int) -> int:
+        time.sleep(0.001)  # the child gets items too
         if os.getpid() != parent:
             sys.stderr.write(f"worker {item}\n")
             print("never on the parent's stdout")
