@@ -1009,11 +1009,13 @@ def report_fleet(res: dict[str, Any]) -> str:
 
     lines = ["\n## (b) --all over 500 apps of 20 objects (fixture fleet-500x20)"]
     warm, cold = res.get("warm") or {}, res.get("cold") or {}
-    workers = warm.get("workers") or cold.get("workers")
+    workers = cold.get("workers") or warm.get("workers")
     lines.append(
-        f"{res.get('cores')} cores; render workers {workers} (workflow.MAX_WORKERS "
+        f"{res.get('cores')} cores; cold: render workers {workers} (workflow.MAX_WORKERS "
         f"{res.get('default_workers')}, KUBECTL_GITDRIFT_WORKERS set to the core count only if "
-        f"larger); render cache entries after cold {res.get('cache_entries_after_cold', '-')}, "
+        f"larger); warm: one process (KUBECTL_GITDRIFT_WORKERS=1, so that the phase timers see "
+        f"every app; bench/fleet.py times the worker processes); render cache entries after "
+        f"cold {res.get('cache_entries_after_cold', '-')}, "
         f"after warm {res.get('cache_entries_after_warm', '-')}"
     )
     for name, run in (("cold", cold), ("warm", warm)):
