@@ -46,23 +46,11 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
 import generate  # noqa: E402
+from live import compile_tree, extract  # noqa: E402
 
 SCENARIO = "fleet-500x20"
 ISSUE_START = "0605628"  # the tree when issue 18 was filed: the --all time target's baseline
 REPORTS_BASE = "568b5b1"  # the last commit before the engine, --all and live work: same reports
-
-
-def extract(rev: str, dest: Path) -> Path:
-    """The package as it was at `rev` (git archive; the work tree is not touched)."""
-    dest.mkdir(parents=True)
-    archive = subprocess.run(
-        ["git", "-C", str(ROOT), "archive", rev, "kubectl_gitdrift"],
-        capture_output=True,
-        check=True,
-    ).stdout
-    subprocess.run(["tar", "-x", "-C", str(dest)], input=archive, check=True)
-    subprocess.run([sys.executable, "-m", "compileall", "-q", str(dest)], check=True)
-    return dest
 
 
 def measure(argv: list[str], env: dict[str, str]) -> dict[str, Any]:
@@ -136,6 +124,7 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="gitdrift-fleet-") as work:
         for rev in befores:
             tree = extract(rev, Path(work) / rev)
+            compile_tree(sys.executable, tree / "kubectl_gitdrift")
             cache = out_dir / "cache" / f"fleet-bench-{rev}"
             env = dict(base, PYTHONPATH=str(tree), KUBECTL_GITDRIFT_CACHE_DIR=str(cache))
             run = [sys.executable, "-c", "from kubectl_gitdrift import cli; cli.run()"]
