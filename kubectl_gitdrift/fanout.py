@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import gc
+import math
 import os
 import pickle
 import selectors
@@ -24,6 +25,7 @@ import sys
 import threading
 import warnings
 from collections.abc import Callable, Generator, Iterator, Sequence
+from pathlib import Path
 from typing import Any, TypeVar
 
 from kubectl_gitdrift.errors import GitDriftError
@@ -51,8 +53,29 @@ def processes(items: int, limit: int) -> int:
         t.daemon for t in threading.enumerate() if t is not threading.main_thread()
     ):
         return 1  # e.g. a render pool still running: its locks would stay held in a worker
+    return max(1, min(usable_cores(), limit, items // MIN_ITEMS_PER_PROCESS))
+
+
+def usable_cores(cgroup: Path = Path("/sys/fs/cgroup")) -> int:
+    """The cores this process may keep busy: its CPU affinity, bounded by a CPU quota set on
+    its cgroup (a container's CPU limit: v2 `cpu.max`, v1 `cpu/cpu.cfs_quota_us`), rounded up.
+    A pod limited to 2 CPUs on a 64-core node forks one child, not 63 that the kernel would
+    then throttle."""
     cores = len(os.sched_getaffinity(0))
-    return max(1, min(cores, limit, items // MIN_ITEMS_PER_PROCESS))
+    quota = _cpu_quota(cgroup)
+    return max(1, min(cores, math.ceil(quota))) if quota else cores
+
+
+def _cpu_quota(cgroup: Path) -> float | None:
+    """CPUs' worth of time the cgroup may use per period, or None (no quota, or unreadable)."""
+    with contextlib.suppress(OSError, ValueError):
+        quota, period = (cgroup / "cpu.max").read_text().split()[:2]
+        return None if quota == "max" else int(quota) / int(period)
+    with contextlib.suppress(OSError, ValueError):
+        quota_us = int((cgroup / "cpu" / "cpu.cfs_quota_us").read_text())
+        period_us = int((cgroup / "cpu" / "cpu.cfs_period_us").read_text())
+        return quota_us / period_us if quota_us > 0 and period_us > 0 else None
+    return None
 
 
 def imap(

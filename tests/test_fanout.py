@@ -169,6 +169,29 @@ def test_a_daemon_thread_writing_to_stderr_does_not_stop_the_workers(
     assert "worker " in captured.err
 
 
+@pytest.mark.parametrize(
+    ("files", "expected"),
+    [
+        ({}, None),  # no cgroup files: the affinity alone
+        ({"cpu.max": "max 100000\n"}, None),  # v2, no limit
+        ({"cpu.max": "150000 100000\n"}, 2),  # v2, 1.5 CPUs: two processes
+        ({"cpu.max": "50000 100000\n"}, 1),
+        ({"cpu/cpu.cfs_quota_us": "-1\n", "cpu/cpu.cfs_period_us": "100000\n"}, None),  # v1
+        ({"cpu/cpu.cfs_quota_us": "100000\n", "cpu/cpu.cfs_period_us": "100000\n"}, 1),
+        ({"cpu.max": "garbage\n"}, None),
+    ],
+)
+def test_a_cpu_quota_bounds_the_processes(
+    tmp_path: Path, files: dict[str, str], expected: int | None
+) -> None:
+    """A container's CPU limit (its cgroup's quota) counts, not the node's cores."""
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    cores = len(os.sched_getaffinity(0))
+    assert fanout.usable_cores(tmp_path) == (cores if expected is None else min(cores, expected))
+
+
 def test_without_bodies_keeps_what_outputs_read() -> None:
     key = model.ObjectKey("", "ConfigMap", "prod", "web")
     body = {"metadata": {"name": "web"}}
