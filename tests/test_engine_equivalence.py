@@ -362,22 +362,6 @@ def test_structured_merge_matches_the_reference(
     )
 
 
-def _fields_v1(paths: set[tuple[str, ...]]) -> dict[str, Any]:
-    """A field set written as managedFields' fieldsV1 (bench/strategies.py's fields_v1)."""
-    root: dict[str, Any] = {}
-    for path in sorted(paths):
-        node = root
-        for elem in path:
-            node = node.setdefault(elem, {})
-    for path in paths:
-        node = root
-        for elem in path:
-            node = node[elem]
-        if node:
-            node["."] = {}
-    return root
-
-
 def _respelled(raw: dict[str, Any]) -> dict[str, Any]:
     """fieldsV1 with its k:/v: elements spelled as another writer would (spaces)."""
     return {
@@ -398,7 +382,7 @@ def test_applied_again_matches_the_reference(
         fields = smd.field_set(applied, smd_type)
     except smd.ApplyError:
         return
-    for raw in (_fields_v1(fields), _respelled(_fields_v1(fields))):
+    for raw in (smd.to_fields_v1(fields), _respelled(smd.to_fields_v1(fields))):
         got = smd._covers(raw, config, smd_type, raw=True)
         assert got == ref.smd_covers(raw, config, smd_type, raw=True)
     tree = smd.trie(fields)

@@ -192,6 +192,23 @@ def from_fields_v1(raw: Any, prefix: Path = ()) -> FieldSet:
     return out
 
 
+def to_fields_v1(paths: FieldSet) -> dict[str, Any]:
+    """A set of member paths written as a managedFields entry's `fieldsV1` (the inverse of
+    `from_fields_v1`): a member with members of its own is marked by `"."`."""
+    root: dict[str, Any] = {}
+    for path in sorted(paths):
+        node = root
+        for elem in path:
+            node = node.setdefault(elem, {})
+    for path in paths:
+        node = root
+        for elem in path:
+            node = node[elem]
+        if node:
+            node["."] = {}
+    return root
+
+
 def _walk_fields_v1(raw: Any, prefix: Path, out: FieldSet) -> None:
     if not isinstance(raw, dict):
         return
