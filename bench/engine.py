@@ -33,7 +33,6 @@ import cProfile
 import dataclasses
 import gc
 import hashlib
-import importlib.util
 import io
 import json
 import pstats
@@ -46,6 +45,8 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
+sys.path.insert(0, str(HERE))
+import generate  # noqa: E402
 
 from kubectl_gitdrift import (  # noqa: E402
     application,
@@ -59,16 +60,6 @@ from kubectl_gitdrift import (  # noqa: E402
     snapshot,
     workflow,
 )
-
-
-def _module(name: str) -> Any:
-    spec = importlib.util.spec_from_file_location(f"bench_{name}", HERE / f"{name}.py")
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[f"bench_{name}"] = module
-    spec.loader.exec_module(module)
-    return module
 
 
 @dataclasses.dataclass
@@ -173,7 +164,6 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--strategy", choices=("legacy", "both"), default="legacy")
     args = parser.parse_args(argv)
     gc.disable()  # as cli.main does for an offline run
-    generate = _module("generate")
     scenario = generate.SCENARIOS["one-app-2000"]
     fixture, _meta = generate.ensure(scenario, args.out / "fixtures")
     state = snapshot.load(fixture / "snapshot.json")
@@ -204,7 +194,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     runs = {"legacy": legacy}
     if args.strategy == "both":
-        strategies = _module("strategies")
+        import strategies
+
         ssa_app = dataclasses.replace(
             app,
             sync_policy=dataclasses.replace(

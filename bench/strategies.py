@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import importlib.util
 import json
 import statistics
 import sys
@@ -29,6 +28,8 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
+sys.path.insert(0, str(HERE))
+import generate  # noqa: E402
 
 from kubectl_gitdrift import (  # noqa: E402
     application,
@@ -45,16 +46,6 @@ from kubectl_gitdrift.compare import smd  # noqa: E402
 
 LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
 TRACKING = "argocd.argoproj.io/tracking-id"
-
-
-def _generate_module() -> Any:
-    spec = importlib.util.spec_from_file_location("bench_generate", HERE / "generate.py")
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["bench_generate"] = module
-    spec.loader.exec_module(module)
-    return module
 
 
 STRIPPED = {("f:apiVersion",), ("f:kind",), ("f:metadata", "f:name"), ("f:metadata", "f:namespace")}
@@ -95,24 +86,8 @@ def server_side(
     for entry in metadata.get("managedFields") or ():
         if entry.get("manager") == "argocd-controller" and entry.get("operation") == "Update":
             entry["operation"] = "Apply"
-            entry["fieldsV1"] = fields_v1(fields)
+            entry["fieldsV1"] = smd.to_fields_v1(fields)
     return out
-
-
-def fields_v1(paths: set[tuple[str, ...]]) -> dict[str, Any]:
-    """A field set written as managedFields' fieldsV1."""
-    root: dict[str, Any] = {}
-    for path in sorted(paths):
-        node = root
-        for elem in path:
-            node = node.setdefault(elem, {})
-    for path in paths:
-        node = root
-        for elem in path:
-            node = node[elem]
-        if node:
-            node["."] = {}
-    return root
 
 
 def timed(fn: Any, repeat: int) -> tuple[float, float, Any]:
@@ -130,7 +105,6 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=HERE / "out")
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args(argv)
-    generate = _generate_module()
     scenario = generate.SCENARIOS["one-app-2000"]
     fixture, _meta = generate.ensure(scenario, args.out / "fixtures")
     state = snapshot.load(fixture / "snapshot.json")
