@@ -402,7 +402,7 @@ class Drift:
         their key and status; this is what a worker process sends back (fanout)."""
         if self.changes or self.suppressed or self.status in SHOWN_IN_DIFF:
             return self
-        if self.desired is None and self.live is None and self.predicted is None:
+        if all(b is None for b in (self.desired, self.live, self.predicted, self.normalized_live)):
             return self
         return dataclasses.replace(
             self, desired=None, live=None, predicted=None, normalized_live=None

@@ -457,17 +457,20 @@ def run_all(
     progress: Progress | None = None,
     bodies: bool = True,
 ) -> list[model.AppReport]:
-    """`run_one` for every rendered target, in order. Many apps are compared in forked worker
-    processes (fanout: one per core, the loaded state shared copy-on-write), a few in this one.
+    """`run_one` for every rendered target, in order. Many apps are compared by this process
+    and forked children (fanout: one process per usable core, the loaded state shared
+    copy-on-write), a few by this process alone.
     `bodies=False`: the reports may leave out the objects no built-in output reads
     (`AppReport.without_bodies`), which is most of what a worker would otherwise send back."""
     todo = [t for t in targets if t.app is not None and t.rendered is not None]
     history = _history_cache(args)
     workers = fanout.processes(len(todo), max_workers())
+    here = os.getpid()
 
     def one(target: Target) -> tuple[model.AppReport, dict[str, dict[str, Any]]]:
         report = run_one(target, state, settings, pm, options, args, audit_log, index=index)
-        learned = history.unwritten() if history is not None and workers > 1 else {}
+        # a forked child hands back the git history it looked up; this process keeps its own
+        learned = history.unwritten() if history is not None and os.getpid() != here else {}
         return (report if bodies else report.without_bodies()), learned
 
     reports = []
