@@ -294,16 +294,9 @@ class HistoryCache:
                 self.put(sha, path, value)
 
     def flush(self) -> None:
-        with _history_lock:
-            due = sorted(sha for directory, sha in _unwritten if directory == self.directory)
-            _unwritten.difference_update((self.directory, sha) for sha in due)
-            data = {
-                sha: json.dumps(
-                    _histories[(self.directory, sha)], sort_keys=True, separators=(",", ":")
-                ).encode()
-                for sha in due
-            }
-        for sha, text in data.items():
+        """Write the commits `put` added to since the last flush."""
+        for sha, known in self.unwritten().items():
+            text = json.dumps(known, sort_keys=True, separators=(",", ":")).encode()
             with contextlib.suppress(OSError):
                 _write(self.directory, self._path(sha), text)
 
