@@ -378,6 +378,31 @@ def test_registry_401_is_one_line_naming_the_source(
     _no_half_written(tmp_path / "cache")
 
 
+@pytest.mark.parametrize(
+    ("stderr", "starts"),
+    [
+        # helm 4's own lines, from registries whose random port holds 401 or 403
+        (
+            (
+                'Error: Get "https://127.0.0.1:40121/v2/charts/web/manifests/1.2.3": tls: failed '
+                "to verify certificate: x509: certificate signed by unknown authority"
+            ),
+            'Get "https://127.0.0.1:40121/',
+        ),
+        ("Error: 127.0.0.1:40121/charts/web:9.9.9: not found", "version not found"),
+        ("Error: 127.0.0.1:34031/charts/web:1.0.0: not found", "version not found"),
+        ("Error: 10.0.0.1:403/charts/web:1.0.0: forbidden path", "10.0.0.1:403"),
+        ("Error: pull from registry.example:4010/web: 401 Unauthorized", "401 Unauthorized"),
+        ("Error: unexpected status code 401: unauthorized", "401 Unauthorized"),
+        ("Error: GET https://r.example/v2/web: 403 Forbidden", "403 Forbidden"),
+    ],
+)
+def test_status_codes_are_read_as_numbers_not_as_parts_of_a_port(
+    stderr: str, starts: str, tmp_path: Path
+) -> None:
+    assert charts._cause(b"", stderr.encode(), tmp_path).startswith(starts)
+
+
 def test_registry_credentials_come_from_the_users_registry_config(
     oci_auth: registry.Registry,
     tmp_path: Path,

@@ -160,3 +160,18 @@ def test_ignored_but_overwritten_respects_the_sync_option() -> None:
         sync_policy=model.SyncPolicy(True, sync_options=("RespectIgnoreDifferences=true",))
     )
     assert list(rules.ignored_but_overwritten(Ctx(respect))) == []
+
+
+@pytest.mark.parametrize(
+    ("reason", "grant"),
+    [
+        ("403 Forbidden: RBAC does not allow verb 'list' on secrets", True),
+        ("Forbidden by the API server", True),
+        ("500 Internal Server Error from https://10.0.0.1:6403/api/v1/secrets", False),
+        ("server at 127.0.0.1:40312 did not answer", False),
+    ],
+)
+def test_unreadable_hint_reads_403_as_a_status(reason: str, grant: bool) -> None:
+    from kubectl_gitdrift.builtin import unreadable
+
+    assert unreadable._hint(reason).startswith("grant get/list/watch") is grant

@@ -10,6 +10,7 @@ Severity error: the verdict for those resources is unknown, and the exit code is
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 
 from kubectl_gitdrift.hookspecs import RegisterRule, RuleContext, hookimpl
@@ -59,8 +60,12 @@ def resource_unreadable(ctx: RuleContext) -> Iterator[Finding]:
         )
 
 
+# 403 as a status, not inside a port or an address (https://10.0.0.1:6403 answered 500)
+_FORBIDDEN = re.compile(r"(?<![\w:.])403(?![\w.])|Forbidden")
+
+
 def _hint(reason: str) -> str:
-    if "403" in reason or "Forbidden" in reason:
+    if _FORBIDDEN.search(reason):
         return (
             "grant get/list/watch on it (see docs/security.md for the minimal ClusterRole), "
             "check with: kubectl auth can-i list <resource> -n <namespace>"

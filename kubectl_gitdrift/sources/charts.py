@@ -740,6 +740,11 @@ def _environment(scratch: Path) -> dict[str, str]:
     return env
 
 
+# An HTTP status as its own number: not part of a port (127.0.0.1:40121), a digest or a version.
+_STATUS_401 = re.compile(r"(?<![\w:.])401(?![\w.])")
+_STATUS_403 = re.compile(r"(?<![\w:.])403(?![\w.])")
+
+
 def _cause(stdout: bytes, stderr: bytes, scratch: Path) -> str:
     """helm's own reason, on one line."""
     out = stdout.decode("utf-8", "replace").splitlines()
@@ -756,9 +761,9 @@ def _cause(stdout: bytes, stderr: bytes, scratch: Path) -> str:
     low = line.lower()
     if "basic credential not found" in low or "no basic auth credentials" in low:
         return f"401 Unauthorized: no credentials for this registry in your helm config ({line})"
-    if "401" in low or "unauthorized" in low:
+    if _STATUS_401.search(low) or "unauthorized" in low:
         return f"401 Unauthorized: credentials missing or rejected ({line})"
-    if "403" in low and "forbidden" in low:
+    if _STATUS_403.search(low) and "forbidden" in low:
         return f"403 Forbidden ({line})"
     found = re.search(r"no chart version found for (\S+)", line)
     if found:
