@@ -339,6 +339,7 @@ def _evaluate(
                 api_versions=workflow.cluster_api_versions(
                     state.capture.api_resources if state.capture is not None else ()
                 ),
+                defer_reads=args.all,  # each comparing process reads its apps' renders
             )
             mode = "offline"
         else:

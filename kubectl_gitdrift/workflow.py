@@ -14,7 +14,7 @@ import dataclasses
 import gc
 import os
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -97,6 +97,17 @@ class Target:
     dry_run: dict[model.ObjectKey, model.Body] | None = None
     dry_run_unknown: list[tuple[model.ObjectKey, str]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    # prepare(defer_reads=True): the render is cached and `rendered` has no manifests yet; this
+    # reads them (or renders again), in the process that compares the app (`finish_render`)
+    deferred: Callable[[], source_render.Rendered] | None = None
+
+
+def finish_render(target: Target) -> None:
+    """Read a render `prepare` left in the cache (`Target.deferred`); raises what a render
+    raises, when the entry had gone and the render had to be made again."""
+    if target.deferred is not None:
+        target.rendered = target.deferred()
+        target.deferred = None
 
 
 def split_name(text: str, args: argparse.Namespace) -> tuple[str | None, str]:
@@ -197,6 +208,7 @@ def prepare(
     kube_version: str = "",
     api_versions: Sequence[str] = (),
     remotes: set[str] | None = None,
+    defer_reads: bool = False,
 ) -> list[Target]:
     """Parse and render every Application (concurrently, bounded), from the clones given with
     --repo-root or else from repoURL fetched into the cache; skip the ones whose repoURL is not
@@ -205,7 +217,10 @@ def prepare(
     and the AppProjects (sourceRepos); `kube_version` is the destination cluster's gitVersion,
     for helm, kustomize helmCharts and plugins, as Argo CD passes it, and so are its
     `api_versions` (cluster_api_versions). `remotes`: the clone's remote URLs with --all and
-    a plain --repo-root, when the caller has read them (remotes_of)."""
+    a plain --repo-root, when the caller has read them (remotes_of).
+    `defer_reads`: a render found in the cache is only looked up here; its manifests are read
+    by `finish_render` (run_one), so with --all each process reads the renders of the apps it
+    compares (reading them was a third of what ran on one core before the fan-out)."""
     render_config = source_config.of(
         configmaps,
         cmp_files=getattr(args, "cmp", None) or (),
@@ -243,6 +258,49 @@ def prepare(
         exports=exports,
     )
 
+    def render(
+        index: int,
+        app: model.Application,
+        cache: source_cache.RenderCache | None,
+        cached_only: bool = False,
+    ) -> source_render.Rendered:
+        return source_render.render(
+            app,
+            repo_root,
+            revision=args.revision,
+            local=args.local,
+            workdir=workdir / f"{index:05d}",
+            exports=exports,
+            cache=cache,
+            cached_only=cached_only,
+            repos=repos,
+            config=render_config,
+            # the AppProject's sourceRepos govern chart and dependency repositories
+            policy=source_charts.policy_for(
+                app.project, configmaps, (settings.controller_namespace, app.namespace)
+            ),
+            offline=getattr(args, "offline", False),
+        )
+
+    def deferred(
+        index: int, target: Target, app: model.Application, cache: source_cache.RenderCache
+    ) -> bool:
+        """The render is in the cache: `target.deferred` will read it (finish_render). Raises
+        CacheMiss when it is not there; False when it must be read now."""
+        probe = source_cache.Probe(cache.directory)
+        found = render(index, app, probe, cached_only=True)
+        if found.manifests:  # a source read without the cache (never with a commit): read now
+            return False
+
+        def finish() -> source_render.Rendered:
+            manifests = probe.read()
+            if manifests is None:  # gone since: render again (kustomize, or a later entry)
+                return render(index, app, cache)
+            return dataclasses.replace(found, manifests=tuple(manifests))
+
+        target.rendered, target.deferred = found, finish
+        return True
+
     def one(index: int, target: Target, cached_only: bool = False) -> bool:
         """Parse and render; False when `cached_only` and the render is not cached."""
         try:
@@ -252,25 +310,14 @@ def prepare(
             target.skipped = not_the_clone(target.app, remotes)
             if target.skipped:
                 return True
-            target.rendered = source_render.render(
-                target.app,
-                repo_root,
-                revision=args.revision,
-                local=args.local,
-                workdir=workdir / f"{index:05d}",
-                exports=exports,
-                cache=cache,
-                cached_only=cached_only,
-                repos=repos,
-                config=render_config,
-                # the AppProject's sourceRepos govern chart and dependency repositories
-                policy=source_charts.policy_for(
-                    target.app.project,
-                    configmaps,
-                    (settings.controller_namespace, target.app.namespace),
-                ),
-                offline=getattr(args, "offline", False),
-            )
+            if (
+                cached_only
+                and defer_reads
+                and cache is not None
+                and deferred(index, target, target.app, cache)
+            ):
+                return True
+            target.rendered = render(index, target.app, cache, cached_only)
         except source_cache.CacheMiss:
             return False
         except GitDriftError as exc:
@@ -423,6 +470,7 @@ def run_one(
     audit_log: audit.AuditLog | None = None,
     index: engine.LiveIndex | None = None,
 ) -> model.AppReport:
+    finish_render(target)
     app, rendered = target.app, target.rendered
     assert app is not None
     assert rendered is not None
@@ -467,7 +515,13 @@ def run_all(
     workers = fanout.processes(len(todo), max_workers())
     here = os.getpid()
 
-    def one(target: Target) -> tuple[model.AppReport, dict[str, dict[str, Any]]]:
+    def one(
+        target: Target,
+    ) -> tuple[model.AppReport | GitDriftError, dict[str, dict[str, Any]]]:
+        try:
+            finish_render(target)
+        except GitDriftError as exc:  # its cache entry went, and rendering it again failed
+            return exc, {}
         report = run_one(target, state, settings, pm, options, args, audit_log, index=index)
         # a forked child hands back the git history it looked up; this process keeps its own
         learned = history.unwritten() if history is not None and os.getpid() != here else {}
@@ -483,7 +537,10 @@ def run_all(
             else contextlib.nullcontext(map(one, todo))
         ) as results:
             for target, (report, learned) in zip(todo, results, strict=True):
-                reports.append(report)
+                if isinstance(report, GitDriftError):
+                    target.error = report  # said with the apps that could not be rendered
+                else:
+                    reports.append(report)
                 if history is not None and learned:
                     history.merge(learned)  # what a worker looked up in git
                 if progress is not None:

@@ -24,7 +24,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -125,6 +125,36 @@ class RenderCache:
                     total -= size
                 if total <= limit:
                     return
+
+
+@dataclass(frozen=True)
+class Probe(RenderCache):
+    """The render cache as a render made with `cached_only` sees it, without reading it: `get`
+    answers an empty render for each entry on disk and notes its key in `hits` (in the order
+    asked), so the entries can be read later and elsewhere (`read`): with --all, by the process
+    that compares the app. Nothing is stored through it."""
+
+    hits: list[str] = field(default_factory=list)
+
+    def get(self, key: str) -> list[Manifest] | None:
+        if not self._path(key).is_file():
+            return None
+        self.hits.append(key)
+        return []
+
+    def put(self, key: str, manifests: list[Manifest]) -> None:
+        raise AssertionError("a Probe only answers renders made with cached_only")
+
+    def read(self) -> list[Manifest] | None:
+        """The manifests of every entry hit, in order; None when one of them is gone or
+        damaged since (another run's pruning): the render must then be made again."""
+        out: list[Manifest] = []
+        for key in self.hits:
+            got = RenderCache.get(self, key)
+            if got is None:
+                return None
+            out.extend(got)
+        return out
 
 
 def _loads(data: bytes) -> Any:
