@@ -232,8 +232,8 @@ def _compare(args: argparse.Namespace, out: TextIO, err: TextIO) -> ExitCode:
     from kubectl_gitdrift import report
 
     started = time.monotonic()
-    result, targets, renderers = _evaluate(args, err)
-    _keep(result, targets)
+    result, targets, renderers, app_texts = _evaluate(args, err)
+    _keep(result, targets, app_texts)
     if args.write_patch is not None:
         from kubectl_gitdrift import remedies
 
@@ -252,7 +252,7 @@ def _compare(args: argparse.Namespace, out: TextIO, err: TextIO) -> ExitCode:
             registry = metrics.registry(result.applications, info)
             pushgateway.push(args.pushgateway, registry, shard=args.shard or "")
     elif args.all:
-        text = _render_all(result, targets, args, renderers, _palette(args, out))
+        text = _render_all(result, targets, args, renderers, _palette(args, out), app_texts)
     elif args.query:
         text = report.query(report.to_dict(result), args.query)
     elif args.output == "text":
@@ -275,8 +275,10 @@ def _compare(args: argparse.Namespace, out: TextIO, err: TextIO) -> ExitCode:
 
 def _evaluate(
     args: argparse.Namespace, err: TextIO
-) -> tuple[model.Report, list[workflow.Target], Mapping[str, Any]]:
-    """One comparison run: the report, the targets (with their errors), the output formats."""
+) -> tuple[model.Report, list[workflow.Target], Mapping[str, Any], list[str] | None]:
+    """One comparison run: the report, the targets (with their errors), the output formats,
+    and with `--all -o json` each app's part of the JSON report (report.app_json), written
+    by the process that compared it."""
     import dataclasses
     import tempfile
 
@@ -286,6 +288,7 @@ def _evaluate(
         model,
         plugins,
         rbac,
+        report,
         snapshot,
         workflow,
     )
@@ -362,7 +365,7 @@ def _evaluate(
             progress(f"indexing {len(state.objects)} live objects")
             live_index = engine.LiveIndex.of(state.objects, settings)
             _keep(live_index)
-        reports = workflow.run_all(
+        compared = workflow.run_all(
             targets,
             state,
             settings,
@@ -373,9 +376,18 @@ def _evaluate(
             live_index,
             progress,
             bodies=_reads_bodies(args, renderers),
+            write=report.app_json if args.all and _writes_json(args) else None,
         )
 
-    return model.Report(applications=tuple(reports), mode=mode), targets, renderers
+    result = model.Report(applications=tuple(c.report for c in compared), mode=mode)
+    texts = [c.text for c in compared]
+    app_texts = None if None in texts else [t for t in texts if t is not None]
+    return result, targets, renderers, app_texts
+
+
+def _writes_json(args: argparse.Namespace) -> bool:
+    """The output is the built-in JSON report (--all -o json, no --query)."""
+    return args.output == "json" and not args.query
 
 
 def _reads_bodies(args: argparse.Namespace, renderers: Mapping[str, Any]) -> bool:
@@ -461,23 +473,26 @@ def _render_all(
     args: argparse.Namespace,
     renderers: Mapping[str, Any],
     palette: color.Palette | None = None,
+    app_texts: Sequence[str] | None = None,
 ) -> str:
     """--all: one summary row per Application (text), or the full reports plus the skipped and
-    failed ones (json/yaml/--query)."""
+    failed ones (json/yaml/--query); `app_texts`: each app's JSON, written already."""
     from kubectl_gitdrift import color, difftext, model, report
 
     palette = color.OFF if palette is None else palette
     by_name = {f"{a.namespace}/{a.name}": a for a in result.applications}
     if args.query or args.output in ("json", "yaml"):
-        doc = report.to_dict(result)
-        doc["skipped"] = [
-            {"application": t.name, "reason": t.skipped} for t in targets if t.skipped
-        ]
-        doc["errors"] = [
-            {"application": t.name, "error": t.error.message, "hint": t.error.hint}
-            for t in targets
-            if t.error is not None
-        ]
+        extra = {
+            "skipped": [{"application": t.name, "reason": t.skipped} for t in targets if t.skipped],
+            "errors": [
+                {"application": t.name, "error": t.error.message, "hint": t.error.hint}
+                for t in targets
+                if t.error is not None
+            ],
+        }
+        if app_texts is not None and _writes_json(args):
+            return report.dumps_report_json(result, app_texts, extra)
+        doc = {**report.to_dict(result), **extra}
         if args.query:
             return report.query(doc, args.query)
         if args.output == "json":
@@ -567,7 +582,7 @@ def serve_runner(args: argparse.Namespace, err: TextIO) -> serve.RunOnce:
 
     def run_once() -> serve.Outcome:
         try:
-            result, targets, _ = _evaluate(args, err)
+            result, targets, _, _ = _evaluate(args, err)
         except GitDriftError as exc:
             return serve.Outcome((), (), ok=False, error=exc.message)
         except Exception as exc:  # noqa: BLE001 (one bad cycle must not end the exporter)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import sys
 import textwrap
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import yaml
@@ -21,18 +21,60 @@ SCHEMA_VERSION = "gitdrift/v1"
 
 def to_dict(report: model.Report) -> dict[str, Any]:
     """The stable JSON contract (docs/report-schema.md). No timestamps of our own."""
-    apps = [_app(a) for a in report.applications]
+    return _document(report, [_app(a) for a in report.applications])
+
+
+def _document(report: model.Report, apps: list[Any]) -> dict[str, Any]:
+    statuses = [a.sync_status for a in report.applications]
     return {
         "apiVersion": SCHEMA_VERSION,
         "kind": "Report",
         "mode": report.mode,
         "applications": apps,
         "summary": {
-            "applications": len(apps),
-            "outOfSync": sum(1 for a in apps if a["sync"]["status"] == "OutOfSync"),
-            "unknown": sum(1 for a in apps if a["sync"]["status"] == "Unknown"),
+            "applications": len(statuses),
+            "outOfSync": statuses.count(model.SyncStatus.OUT_OF_SYNC),
+            "unknown": statuses.count(model.SyncStatus.UNKNOWN),
         },
     }
+
+
+def app_json(app: model.AppReport) -> str:
+    """One entry of `to_dict(report)["applications"]` as `dumps_json` writes it inside the
+    whole report, for `dumps_report_json`: a list item of the top-level mapping, so every line
+    after the first is indented four more spaces (JSON strings hold no raw newline: each one
+    starts a line of the layout). With --all, each process writes the apps it compared."""
+    return _item_json(_app(app))
+
+
+def dumps_report_json(
+    report: model.Report, apps: Sequence[str], extra: Mapping[str, Any] | None = None
+) -> str:
+    """`dumps_json(to_dict(report) | extra)`, byte for byte, with the applications given as
+    `app_json` wrote them (in the report's order) rather than encoded again here."""
+    if len(apps) != len(report.applications):
+        raise ValueError(f"{len(apps)} application texts for {len(report.applications)} apps")
+    return _with_apps({**_document(report, []), **(extra or {})}, apps)
+
+
+def _item_json(item: Any) -> str:
+    """`item` as `dumps_json` writes it as an entry of a list under the top-level mapping."""
+    return dumps_json(item)[:-1].replace("\n", "\n    ")
+
+
+def _with_apps(doc: Mapping[str, Any], apps: Sequence[str]) -> str:
+    """`dumps_json(doc)`, its empty "applications" list holding the `_item_json` texts."""
+    text = dumps_json(doc)
+    if not apps:
+        return text
+    head, empty, tail = text.partition(_NO_APPS)
+    if not empty:
+        raise ValueError("the report has no top-level applications list")
+    items = ",\n    ".join(apps)
+    return head + '\n  "applications": [\n    ' + items + "\n  ],\n" + tail
+
+
+_NO_APPS = '\n  "applications": [],\n'
 
 
 def _app(app: model.AppReport) -> dict[str, Any]:

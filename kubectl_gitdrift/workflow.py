@@ -493,6 +493,14 @@ def run_one(
     return engine.run(inputs, pm, with_source_callbacks(options, rendered, repo, history))
 
 
+@dataclass(frozen=True, slots=True)
+class Compared:
+    """One app's report, and its output when run_all was given a way to write it."""
+
+    report: model.AppReport
+    text: str | None = None
+
+
 def run_all(
     targets: Sequence[Target],
     state: snapshot.ClusterState,
@@ -504,20 +512,20 @@ def run_all(
     index: engine.LiveIndex | None = None,
     progress: Progress | None = None,
     bodies: bool = True,
-) -> list[model.AppReport]:
+    write: Callable[[model.AppReport], str] | None = None,
+) -> list[Compared]:
     """`run_one` for every rendered target, in order. Many apps are compared by this process
     and forked children (fanout: one process per usable core, the loaded state shared
     copy-on-write), a few by this process alone.
     `bodies=False`: the reports may leave out the objects no built-in output reads
-    (`AppReport.without_bodies`), which is most of what a worker would otherwise send back."""
+    (`AppReport.without_bodies`), which is most of what a worker would otherwise send back.
+    `write`: the output of one app, made where it was compared (`Compared.text`)."""
     todo = [t for t in targets if t.app is not None and t.rendered is not None]
     history = _history_cache(args)
     workers = fanout.processes(len(todo), max_workers())
     here = os.getpid()
 
-    def one(
-        target: Target,
-    ) -> tuple[model.AppReport | GitDriftError, dict[str, dict[str, Any]]]:
+    def one(target: Target) -> tuple[Compared | GitDriftError, dict[str, dict[str, Any]]]:
         try:
             finish_render(target)
         except GitDriftError as exc:  # its cache entry went, and rendering it again failed
@@ -525,9 +533,10 @@ def run_all(
         report = run_one(target, state, settings, pm, options, args, audit_log, index=index)
         # a forked child hands back the git history it looked up; this process keeps its own
         learned = history.unwritten() if history is not None and os.getpid() != here else {}
-        return (report if bodies else report.without_bodies()), learned
+        text = write(report) if write is not None else None
+        return Compared(report if bodies else report.without_bodies(), text), learned
 
-    reports = []
+    reports: list[Compared] = []
     if progress is not None:
         progress.start("comparing", len(todo))
     try:

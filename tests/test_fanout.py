@@ -272,6 +272,8 @@ def test_all_in_worker_processes_is_byte_identical(
     json_workers, err = _run(tmp_path, fleet, shared, None, "-o", "json")
     assert "forked workers: [2]" in err, err
     assert json_workers == json_alone
+    # put together from the texts each process wrote of its apps: as json writes it at once
+    assert json_workers == json.dumps(json.loads(json_workers), indent=2, sort_keys=True) + "\n"
     histories = sorted(p.name for p in (alone / "history").iterdir())
     assert histories
     assert sorted(p.name for p in (shared / "history").iterdir()) == histories

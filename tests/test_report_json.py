@@ -130,3 +130,31 @@ def test_deep_documents_are_left_to_json(monkeypatch: pytest.MonkeyPatch) -> Non
     assert report._formatted(_nested(report.FORMAT_MAX_DEPTH - 1)) is not None
     assert report._formatted(_nested(report.FORMAT_MAX_DEPTH)) is None
     assert report._formatted({"a": math.nan}) is None
+
+
+@pytest.mark.parametrize("fast", [False, True], ids=["json", "msgspec"])
+def test_a_report_put_together_from_its_apps_texts_is_written_alike(
+    fast: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """--all -o json: each process writes the apps it compared (report.app_json); the whole
+    report spliced from those texts is the bytes of writing it at once."""
+    if fast:
+        monkeypatch.setattr(report, "_MSGSPEC_CHARS", 0)
+    apps = [
+        app
+        for s in SCENARIOS
+        for app in json.loads((s / "expected.json").read_text(encoding="utf-8"))["applications"]
+    ]
+    for chosen in (apps, apps[:1], []):
+        doc = {
+            "apiVersion": "gitdrift/v1",
+            "kind": "Report",
+            "mode": "offline",
+            "applications": chosen,
+            "summary": {"applications": len(chosen)},
+            "skipped": [{"application": "argocd/x", "reason": "not the clone"}],
+            "errors": [],
+        }
+        texts = [report._item_json(app) for app in chosen]
+        spliced = report._with_apps({**doc, "applications": []}, texts)
+        assert spliced == json.dumps(doc, indent=2, sort_keys=True) + "\n"
