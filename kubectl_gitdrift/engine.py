@@ -5,7 +5,7 @@ No files, processes or clusters here: the CLI gathers inputs at the edges and pa
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 import pluggy
@@ -68,22 +68,28 @@ class LiveIndex:
 
     @classmethod
     def of(cls, live: Sequence[model.Manifest], settings: model.Settings) -> LiveIndex:
-        roots: dict[str | None, list[model.Manifest]] = {}
+        """`live`'s objects are keyed by their bodies (`ObjectKey.of`), as every reader makes
+        them: kinds, events, CRDs and RBAC objects are found by key."""
         kinds: dict[tuple[str, str], list[model.Manifest]] = {}
         for manifest in live:
-            kinds.setdefault((manifest.key.group, manifest.key.kind), []).append(manifest)
-            if (manifest.body.get("metadata") or {}).get("ownerReferences"):
-                continue
-            roots.setdefault(tracking.app_of(manifest.body, settings), []).append(manifest)
+            key = manifest.key
+            found = kinds.get((key.group, key.kind))
+            if found is None:
+                kinds[(key.group, key.kind)] = [manifest]
+            else:
+                found.append(manifest)
+        roots, claims = tracking.roots_and_claims(live, settings)
         return cls(
             live=live,
             settings=settings,
             by_key={m.key: m for m in live},
             roots=roots,
-            plurals=rbac.plurals_from(m.body for m in live),
-            events=tuple(m.body for m in live if _is_event(m.key)),
+            plurals=rbac.plurals_from(
+                m.body for m in _in_order(live, kinds, lambda gk: gk[1] == _CRD)
+            ),
+            events=tuple(m.body for m in _in_order(live, kinds, _is_event_kind)),
             managed_known=any(fields.has_managed_fields(m.body) for m in live),
-            claims=tracking.claims(live),
+            claims=claims,
             kinds=kinds,
             projects={
                 (m.key.namespace, m.key.name): m.body
@@ -345,8 +351,24 @@ def _file(locate: remedies.Locator, drift: model.Drift, change: model.Change) ->
     return found.file if found is not None else None
 
 
-def _is_event(key: model.ObjectKey) -> bool:
-    return key.kind == "Event" and key.group in ("", "events.k8s.io")
+def _is_event_kind(group_kind: tuple[str, str]) -> bool:
+    return group_kind[1] == "Event" and group_kind[0] in ("", "events.k8s.io")
+
+
+_CRD = "CustomResourceDefinition"
+
+
+def _in_order(
+    live: Sequence[model.Manifest],
+    kinds: Mapping[tuple[str, str], Sequence[model.Manifest]],
+    wanted: Callable[[tuple[str, str]], bool],
+) -> Sequence[model.Manifest]:
+    """The objects of the wanted kinds, in `live`'s order: one kind's list as indexed, several
+    kinds' read again from `live` (their objects may interleave)."""
+    found = [group_kind for group_kind in kinds if wanted(group_kind)]
+    if len(found) <= 1:
+        return kinds[found[0]] if found else ()
+    return [m for m in live if wanted((m.key.group, m.key.kind))]
 
 
 def _project(

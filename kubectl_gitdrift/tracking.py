@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -64,6 +65,11 @@ class TrackingId:
     kind: str
     namespace: str
     name: str
+
+
+# parse's grammar in one match: `app:group/kind:namespace/name`, the app, kind and name not
+# empty, no ":" before the namespace, exactly one "/" on each side of the second ":"
+_ID = re.compile(r"([^:]+):[^:/]*/[^:/]+:[^/]*/[^/]+")
 
 
 def parse(value: str) -> TrackingId | None:
@@ -201,10 +207,53 @@ def app_of(body: Mapping[str, Any], settings: model.Settings) -> str | None:
         value = _labels(body).get(settings.instance_label_key)
         return str(value) if value else None
     raw = _annotations(body).get(TRACKING_ID)
-    if not isinstance(raw, str):
-        return None
-    parsed = parse(raw)
-    return parsed.app if parsed else None
+    return app_named(raw) if isinstance(raw, str) else None
+
+
+def app_named(value: str) -> str | None:
+    """`parse(value).app` without building the TrackingId: the app a tracking-id names, or None
+    when it is malformed."""
+    found = _ID.fullmatch(value)
+    return found[1] if found else None
+
+
+Roots = dict[str | None, list[model.Manifest]]
+Claims = dict[str, list[tuple[model.Manifest, str]]]
+
+
+def roots_and_claims(
+    live: Iterable[model.Manifest], settings: model.Settings
+) -> tuple[Roots, Claims]:
+    """Every unowned live object by the app instance that tracks it (`app_of`; None: no app),
+    and `claims(live)`: in one pass that reads each tracking-id once, for a run's live index."""
+    roots: Roots = {}
+    claimed: Claims = {}
+    by_id = (
+        settings.tracking_method is not model.TrackingMethod.LABEL and not settings.installation_id
+    )
+    match = _ID.fullmatch
+    for manifest in live:
+        metadata = manifest.body.get("metadata") or {}
+        if metadata.get("ownerReferences"):
+            continue
+        raw = (metadata.get("annotations") or {}).get(TRACKING_ID)
+        app = None
+        if isinstance(raw, str):
+            found = match(raw)
+            if found is not None:
+                app = found[1]
+                claim = claimed.get(app)
+                if claim is None:
+                    claimed[app] = [(manifest, str(raw))]
+                else:
+                    claim.append((manifest, str(raw)))
+        root = app if by_id else app_of(manifest.body, settings)
+        tracked = roots.get(root)
+        if tracked is None:
+            roots[root] = [manifest]
+        else:
+            tracked.append(manifest)
+    return roots, claimed
 
 
 def self_referenced(
