@@ -9,7 +9,7 @@ import gc
 import os
 import sys
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn, TextIO
 
@@ -278,7 +278,25 @@ def _evaluate(
 ) -> tuple[model.Report, list[workflow.Target], Mapping[str, Any], list[str] | None]:
     """One comparison run: the report, the targets (with their errors), the output formats,
     and with `--all -o json` each app's part of the JSON report (report.app_json), written
-    by the process that compared it."""
+    by the process that compared it.
+
+    With --all, a big JSON snapshot read fast is proven read right while the compare runs
+    (yamlio.load_documents' checks, done beside the forked workers): when it cannot be, the
+    run starts again, reading the snapshot the checking way, which raises what is wrong with
+    it or reads it as it is (yamlio.Unproven)."""
+    from kubectl_gitdrift import yamlio
+
+    if args.all and args.snapshot is not None:
+        try:
+            return _evaluate_checking(args, err, [])
+        except yamlio.Unproven:
+            pass
+    return _evaluate_checking(args, err, None)
+
+
+def _evaluate_checking(
+    args: argparse.Namespace, err: TextIO, checks: list[Callable[[], None]] | None
+) -> tuple[model.Report, list[workflow.Target], Mapping[str, Any], list[str] | None]:
     import dataclasses
     import tempfile
 
@@ -323,11 +341,12 @@ def _evaluate(
         tempfile.TemporaryDirectory(prefix="gitdrift-") as workdir,
         _cyclic_gc_off(args.snapshot is not None),
         progress,  # the live line is gone before the report or an error is written
+        _proven(checks) as prove,
     ):
         err = progress.stream  # warnings land above the live line
         if args.snapshot is not None:
             progress(f"reading {args.snapshot}")
-            state = snapshot.load(args.snapshot)
+            state = snapshot.load(args.snapshot, checks=checks)
             gc.freeze()  # the parsed snapshot lives all run: keep the cyclic GC off it
             bodies = workflow.select_offline(state, args, [args.app] if args.app else [])
             settings = workflow.settings_of(state)
@@ -377,12 +396,31 @@ def _evaluate(
             progress,
             bodies=_reads_bodies(args, renderers),
             write=report.app_json if args.all and _writes_json(args) else None,
+            beside=prove,  # while the children compare: is the snapshot read right?
         )
 
     result = model.Report(applications=tuple(c.report for c in compared), mode=mode)
     texts = [c.text for c in compared]
     app_texts = None if None in texts else [t for t in texts if t is not None]
     return result, targets, renderers, app_texts
+
+
+@contextlib.contextmanager
+def _proven(checks: list[Callable[[], None]] | None) -> Iterator[Callable[[], None]]:
+    """Runs what is left of a snapshot's deferred `checks` (yamlio.load_documents) when the
+    block ends, by a return or by an error: a snapshot that is not what it seemed raises
+    yamlio.Unproven over whatever went wrong reading it the fast way."""
+
+    def prove() -> None:
+        while checks:
+            checks.pop(0)()
+
+    try:
+        yield prove
+    except Exception:
+        prove()
+        raise
+    prove()
 
 
 def _writes_json(args: argparse.Namespace) -> bool:

@@ -83,9 +83,11 @@ def imap(
     items: Sequence[T],
     workers: int,
     describe: Callable[[T], str] = str,
+    beside: Callable[[], object] | None = None,
 ) -> Generator[R, None, None]:
     """`fn(item)` for each item, in order, computed by `workers` processes: this one and
-    `workers - 1` forked children, all taking the next item when free.
+    `workers - 1` forked children, all taking the next item when free. `beside` is work of
+    this process's own, done once the children run, before it takes items (they take more).
 
     This process computes the first item before forking, so what it loads on first use
     (schemas, per-kind plans, memoized answers) is inherited by every child instead of built
@@ -101,6 +103,8 @@ def imap(
     pool = _Pool(fn, items, 1, workers - 1)
     finished = False
     try:
+        if beside is not None:
+            beside()
         yield from pool.results(describe)
         finished = True
     finally:

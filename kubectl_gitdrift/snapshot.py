@@ -24,7 +24,7 @@ import operator
 import os
 import tempfile
 import zlib
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -111,8 +111,9 @@ class ClusterState:
 # --------------------------------------------------------------------------- reading
 
 
-def load(path: Path) -> ClusterState:
-    """Read a snapshot file or directory; SnapshotError names the file (and document)."""
+def load(path: Path, *, checks: list[Callable[[], None]] | None = None) -> ClusterState:
+    """Read a snapshot file or directory; SnapshotError names the file (and document).
+    `checks`: big JSON files are proven read right later (yamlio.load_documents)."""
     if not path.exists():
         raise SnapshotError(f"--snapshot {path}: no such file or directory")
     files = _files(path)
@@ -121,7 +122,7 @@ def load(path: Path) -> ClusterState:
     docs: list[dict[str, Any]] = []
     gitdrift: list[tuple[Path, dict[str, Any]]] = []
     for file in files:
-        for doc in _read(file):
+        for doc in _read(file, checks):
             if _is_gitdrift(doc):
                 _validate(doc, file)
                 gitdrift.append((file, doc))
@@ -284,7 +285,7 @@ def _files(path: Path) -> Sequence[Path]:
     return sorted(p for p in path.rglob("*") if p.is_file() and p.name.lower().endswith(_SUFFIXES))
 
 
-def _read(file: Path) -> list[dict[str, Any]]:
+def _read(file: Path, checks: list[Callable[[], None]] | None = None) -> list[dict[str, Any]]:
     try:
         raw = file.read_bytes()
     except OSError as exc:
@@ -294,7 +295,7 @@ def _read(file: Path) -> list[dict[str, Any]]:
             raw = _gunzip(raw)
         except (OSError, EOFError, zlib.error) as exc:
             raise SnapshotError(f"--snapshot {file}: not a valid gzip file ({exc})") from None
-    docs = yamlio.load_documents(raw, str(file), error=SnapshotError)
+    docs = yamlio.load_documents(raw, str(file), error=SnapshotError, checks=checks)
     for index, doc in enumerate(docs, 1):
         if not doc.get("kind") or not doc.get("apiVersion"):
             raise SnapshotError(

@@ -513,13 +513,16 @@ def run_all(
     progress: Progress | None = None,
     bodies: bool = True,
     write: Callable[[model.AppReport], str] | None = None,
+    beside: Callable[[], object] | None = None,
 ) -> list[Compared]:
     """`run_one` for every rendered target, in order. Many apps are compared by this process
     and forked children (fanout: one process per usable core, the loaded state shared
     copy-on-write), a few by this process alone.
     `bodies=False`: the reports may leave out the objects no built-in output reads
     (`AppReport.without_bodies`), which is most of what a worker would otherwise send back.
-    `write`: the output of one app, made where it was compared (`Compared.text`)."""
+    `write`: the output of one app, made where it was compared (`Compared.text`).
+    `beside`: work of this process's own to do while forked children compare (fanout.imap),
+    or before comparing when there are none."""
     todo = [t for t in targets if t.app is not None and t.rendered is not None]
     history = _history_cache(args)
     workers = fanout.processes(len(todo), max_workers())
@@ -541,10 +544,12 @@ def run_all(
         progress.start("comparing", len(todo))
     try:
         with (
-            contextlib.closing(fanout.imap(one, todo, workers, lambda t: t.name))
+            contextlib.closing(fanout.imap(one, todo, workers, lambda t: t.name, beside))
             if workers > 1
             else contextlib.nullcontext(map(one, todo))
         ) as results:
+            if workers <= 1 and beside is not None:
+                beside()
             for target, (report, learned) in zip(todo, results, strict=True):
                 if isinstance(report, GitDriftError):
                     target.error = report  # said with the apps that could not be rendered

@@ -25,7 +25,8 @@ import itertools
 import json
 import re
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import yaml
@@ -128,14 +129,24 @@ def type_name(value: Any) -> str:
 
 
 def load_documents(
-    text: str | bytes, name: str, *, error: type[GitDriftError] = SourceError
+    text: str | bytes,
+    name: str,
+    *,
+    error: type[GitDriftError] = SourceError,
+    checks: list[Callable[[], None]] | None = None,
 ) -> list[dict[str, Any]]:
     """Every document in `text` (multi-document YAML or JSON), `*List` kinds flattened to items.
 
     Empty documents are skipped. `name` is what error messages call the input (a repo-relative path,
     a flag value). Raises `error` (SourceError unless told) with a one-line message.
+
+    `checks`: a big JSON text read fast (`_fast_read`) is proven the same as the checking parse
+    later, by the check appended here, which raises Unproven unless it is: the caller runs it
+    before it shows anything of the result (with --all, beside the compare processes), and on
+    Unproven reads the text again without `checks`, which then raises or returns what the
+    checking parse does. Nothing is appended when the text was read the checking way.
     """
-    return [doc for _index, doc, _item in _indexed(text, name, error)]
+    return [doc for _index, doc, _item in _indexed(text, name, error, checks)]
 
 
 def require_object(
@@ -224,10 +235,13 @@ def _got(value: Any) -> str:
 
 
 def _indexed(
-    text: str | bytes, name: str, error: type[GitDriftError]
+    text: str | bytes,
+    name: str,
+    error: type[GitDriftError],
+    checks: list[Callable[[], None]] | None = None,
 ) -> list[tuple[int, dict[str, Any], int | None]]:
     """(document index, object, List item index or None) for every object."""
-    docs = _parse(text, name, error)
+    docs = _parse(text, name, error, checks)
     out: list[tuple[int, dict[str, Any], int | None]] = []
     for index, doc in enumerate(docs, start=1):
         if doc is None:
@@ -242,10 +256,15 @@ def _indexed(
     return out
 
 
-def _parse(text: str | bytes, name: str, error: type[GitDriftError]) -> list[Any]:
+def _parse(
+    text: str | bytes,
+    name: str,
+    error: type[GitDriftError],
+    checks: list[Callable[[], None]] | None = None,
+) -> list[Any]:
     with _gc_paused:
         text = _text(text, name, error)
-        docs = _load_json(text, name, error)
+        docs = _load_json(text, name, error, checks)
         if docs is None:
             docs = _load_yaml(text, name, error)
         return docs
@@ -327,12 +346,23 @@ def _decode(data: bytes, name: str, error: type[GitDriftError]) -> str:
         ) from None
 
 
-def _load_json(text: str, name: str, error: type[GitDriftError]) -> list[Any] | None:
+def _load_json(
+    text: str,
+    name: str,
+    error: type[GitDriftError],
+    checks: list[Callable[[], None]] | None = None,
+) -> list[Any] | None:
     """Documents of a JSON text (one value or a stream of them), or None when the text is not
     JSON (then it is read as YAML, which reports the error with a line number)."""
     if not text.lstrip(" \t\r\n").startswith(("{", "[")):
         return None
-    fast = _fast_json(text) if len(text) >= FAST_JSON_CHARS else None
+    big = len(text) >= FAST_JSON_CHARS
+    if big and checks is not None:
+        read = _fast_read(text)
+        if read is not None:
+            checks.append(functools.partial(_check_later, text, read, name))
+            return read
+    fast = _fast_json(text) if big and checks is None else None
     if fast is not None:
         read, deep = fast
         for index, doc in enumerate(read if deep else (), 1):
@@ -371,10 +401,44 @@ _FAST_JSON_CHUNK = 256
 """Documents `_fast_json` re-encodes at a time (bounds the memory its checks take)."""
 
 
+class Unproven(Exception):
+    """A JSON text read fast could not be proven the same as the checking parse: read it again
+    without deferred checks (load_documents)."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(f"{name}: the fast JSON reading needs the checking parse")
+        self.name = name
+
+
+@dataclass(frozen=True, slots=True)
+class _Proof:
+    deep: bool  # a document may be nested deeper than MAX_DEPTH: walk each (_depth_exceeds)
+
+
 def _fast_json(text: str) -> tuple[list[Any], bool] | None:
-    """The documents of a JSON text as msgspec reads them, and whether one may be nested deeper
-    than MAX_DEPTH; None unless they are certainly what the checking parse (`_load_json`'s json
-    loop) returns: then that parse decides, and raises what it raises.
+    """msgspec's reading of a JSON text (`_fast_read`) and whether a document may be nested
+    deeper than MAX_DEPTH, when `_proof` shows it is what the checking parse returns; else
+    None: then that parse decides, and raises what it raises."""
+    docs = _fast_read(text)
+    proof = None if docs is None else _proof(text, docs)
+    return None if docs is None or proof is None else (docs, proof.deep)
+
+
+def _fast_read(text: str) -> list[Any] | None:
+    """The documents of a JSON text as msgspec reads them, or None when it refuses the text or
+    the text writes a colon as `\\u003a`, which `_proof` cannot count."""
+    if "\\u003" in text:
+        return None
+    try:
+        docs: list[Any] = _msgspec_decoder().decode_lines(text)
+    except (ValueError, RecursionError):  # msgspec.DecodeError is a ValueError
+        return None
+    return docs
+
+
+def _proof(text: str, docs: list[Any]) -> _Proof | None:
+    """Whether `docs` (`_fast_read`) are certainly what the checking parse (`_load_json`'s json
+    loop) returns for `text`, or None: then that parse decides, and raises what it raises.
 
     - The stream: msgspec's `decode_lines` skips JSON whitespace and reads one value after the
       other, as the json loop does, and what it reads json reads alike (the same values, each
@@ -384,32 +448,37 @@ def _fast_json(text: str) -> tuple[list[Any], bool] | None:
     - Keys written twice, which msgspec lets the last win silently: outside strings a JSON text
       has one colon per key-value pair written; the result re-encoded (compact) has one per
       pair kept plus the colons of the strings kept. A string's colons are those of its text
-      unless written `\\u003a`, so with no such escape the counts are equal exactly when no
-      pair was dropped.
+      unless written `\\u003a` (`_fast_read` refuses those), so the counts are equal exactly
+      when no pair was dropped.
     - Depth: the documents re-encoded in a list with one space of indent per level put each
       element of a container d levels below the list on a line indented d + 1 spaces (strings
       hold no raw newline): a container MAX_DEPTH levels below a document's root is on a line
       indented MAX_DEPTH + 1 spaces. Without such a line no document is too deep; with one,
       the caller walks each document with `_depth_exceeds`.
     """
-    if "\\u003" in text:
-        return None
-    import msgspec  # only big JSON texts need it
+    import msgspec  # _fast_read has imported it
 
     too_deep = b"\n" + b" " * (MAX_DEPTH + 1)
     colons = 0
     deep = False
     try:
-        docs: list[Any] = _msgspec_decoder().decode_lines(text)
         for start in range(0, len(docs), _FAST_JSON_CHUNK):
             chunk = msgspec.json.encode(docs[start : start + _FAST_JSON_CHUNK])
             colons += chunk.count(b":")
             deep = deep or too_deep in msgspec.json.format(chunk, indent=1)
-    except (ValueError, RecursionError):  # msgspec.DecodeError is a ValueError
+    except (ValueError, RecursionError):
         return None
     if colons != text.count(":"):
         return None
-    return docs, deep
+    return _Proof(deep)
+
+
+def _check_later(text: str, docs: list[Any], name: str) -> None:
+    """A check `_load_json` deferred: Unproven unless the checking parse would have returned
+    `docs` as they are, without an error."""
+    proof = _proof(text, docs)
+    if proof is None or (proof.deep and any(map(_depth_exceeds, docs))):
+        raise Unproven(name)
 
 
 @functools.cache

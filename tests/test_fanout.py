@@ -49,6 +49,39 @@ def test_large_results_cross_the_pipe_whole() -> None:
     assert [len(r) for r in results] == [300_000, 5, 1_000_000, 70_000] * 5
 
 
+def test_work_beside_the_children_runs_once_here_while_they_compute(tmp_path: Path) -> None:
+    """`beside` runs in this process after the children start; while it runs they take items,
+    and an error it raises stops them."""
+    seen = tmp_path / "pids"
+
+    def fn(item: int) -> int:
+        with seen.open("a") as out:
+            out.write(f"{os.getpid()} {item}\n")
+        return item * 2
+
+    done: list[tuple[int, int]] = []
+
+    def beside() -> None:
+        deadline = time.monotonic() + 10
+        while not seen.exists() or len(seen.read_text().split("\n")) < 20:
+            assert time.monotonic() < deadline, "the children took nothing while beside ran"
+            time.sleep(0.01)
+        done.append((os.getpid(), len(seen.read_text().split())))
+
+    assert list(fanout.imap(fn, list(range(40)), 2, str, beside)) == [n * 2 for n in range(40)]
+    assert len(done) == 1
+    assert done[0][0] == os.getpid()
+
+    def fails() -> None:
+        raise SourceError("the snapshot is not what it seemed")
+
+    seen.unlink()
+    with pytest.raises(SourceError, match="not what it seemed"):
+        list(fanout.imap(fn, list(range(40)), 2, str, fails))
+    pids = sorted({int(line.split()[0]) for line in seen.read_text().splitlines()} - {os.getpid()})
+    assert _reaped(pids)
+
+
 def _reaped(pids: list[int]) -> bool:
     """No process with these ids is left, not even a zombie."""
     return not any(Path(f"/proc/{pid}").exists() for pid in pids)
@@ -213,9 +246,9 @@ _RUN = textwrap.dedent(
 
     calls = []
     imap = fanout.imap
-    def counted(fn, items, workers, describe=str):
+    def counted(fn, items, workers, *rest):
         calls.append(workers)
-        return imap(fn, items, workers, describe)
+        return imap(fn, items, workers, *rest)
     fanout.imap = counted
     with open(sys.argv[1], "w", encoding="utf-8") as out:
         code = cli.main(sys.argv[2:], stdout=out)

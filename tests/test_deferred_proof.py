@@ -1,0 +1,151 @@
+"""--all with a big JSON snapshot: msgspec's reading is proven right beside the compare
+processes (yamlio.load_documents' checks, cli._proven), not before them. The report is the one
+the checking parse gives; a snapshot the checking parse refuses fails with its error, even when
+the fast reading tripped over something else first; a reading that cannot be proven is read
+again the checking way."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from kubectl_gitdrift import yamlio
+from kubectl_gitdrift.errors import ExitCode, SnapshotError
+from tests.conftest import ROOT, Result, load_script
+from tests.test_all import fleet_snapshot, repo  # noqa: F401
+from tests.test_fanout import _RUN
+
+PAD = "x" * (yamlio.FAST_JSON_CHARS + 1024)  # the snapshot is big enough to be read fast
+
+
+@pytest.fixture(scope="module")
+def fleet40(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[dict[str, Any]]]:
+    """40 generated Applications (enough for two processes) and their snapshot's documents,
+    plus a ConfigMap big enough for the snapshot to be read by msgspec."""
+    gen = load_script("bench_generate", ROOT / "bench" / "generate.py")
+    out = tmp_path_factory.mktemp("fleet40-proof")
+    gen.generate(gen.Scenario("fleet-40", 40, 1, drift=0.2), out)
+    docs = yamlio.load_documents((out / "snapshot.json").read_bytes(), "snapshot.json")
+    padding = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": "padding", "namespace": "default"},
+        "data": {"blob": PAD},
+    }
+    return out, [*docs, padding]
+
+
+def _write_json(
+    path: Path, docs: list[dict[str, Any]], replace: tuple[str, str] = ("", "")
+) -> Path:
+    text = "\n".join(json.dumps(d) for d in docs) + "\n"
+    if replace[0]:
+        assert replace[0] in text
+        text = text.replace(replace[0], replace[1], 1)
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def _run(
+    tmp_path: Path, fleet: Path, snapshot: Path, workers: str | None, cache: Path
+) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if k != "KUBECTL_GITDRIFT_WORKERS"}
+    env["KUBECTL_GITDRIFT_CACHE_DIR"] = str(cache)
+    if workers is not None:
+        env["KUBECTL_GITDRIFT_WORKERS"] = workers
+    args = ["--all", "-o", "json", "--snapshot", str(snapshot), "--repo-root", str(fleet / "repo")]
+    return subprocess.run(
+        [sys.executable, "-c", _RUN, str(tmp_path / "report"), *args, "--no-entry-points"],
+        env=env,
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=ROOT,
+    )
+
+
+@pytest.mark.slow
+def test_a_big_json_snapshot_is_proven_beside_the_workers(
+    tmp_path: Path, fleet40: tuple[Path, list[dict[str, Any]]]
+) -> None:
+    fleet, docs = fleet40
+    cache = tmp_path / "cache"
+    as_yaml = tmp_path / "snapshot.yaml"  # YAML: read the checking way only
+    as_yaml.write_text(yaml.safe_dump_all(docs), encoding="utf-8")
+    checked = _run(tmp_path, fleet, as_yaml, "1", cache)
+    assert checked.returncode == ExitCode.DRIFT, checked.stderr
+    expected = (tmp_path / "report").read_text(encoding="utf-8")
+
+    fast = _run(tmp_path, fleet, _write_json(tmp_path / "snapshot.json", docs), None, cache)
+    assert fast.returncode == ExitCode.DRIFT, fast.stderr
+    assert "forked workers: [2]" in fast.stderr, fast.stderr
+    report = (tmp_path / "report").read_text(encoding="utf-8")
+    assert report.replace("snapshot.json", "snapshot.yaml") == expected
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("twice", "key"),
+    [
+        # a key the run never reads: only the proof sees it
+        ('"blob": "', "blob"),
+        # the kind: read fast, the padding ConfigMap would have no kind ("kind missing")
+        ('"kind": "ConfigMap", "metadata": {"name": "padding"', "kind"),
+    ],
+    ids=["data", "kind"],
+)
+def test_a_key_written_twice_fails_as_the_checking_parse_says(
+    tmp_path: Path, fleet40: tuple[Path, list[dict[str, Any]]], twice: str, key: str
+) -> None:
+    fleet, docs = fleet40
+    if key == "blob":
+        replace = (twice, f'"blob": "1", {twice}')
+    else:
+        replace = (twice, '"kind": "ConfigMap", "kind": "", ' + twice.split(", ", 1)[1])
+    snapshot = _write_json(tmp_path / "snapshot.json", docs, replace)
+    with pytest.raises(SnapshotError) as checked:
+        yamlio.load_documents(snapshot.read_bytes(), str(snapshot), error=SnapshotError)
+    assert f"duplicate key {key!r}" in checked.value.message
+
+    result = _run(tmp_path, fleet, snapshot, None, tmp_path / "cache")
+    assert result.returncode == ExitCode.ERROR, result.stderr
+    assert f"error: {checked.value.message}\n" in result.stderr
+    assert not (tmp_path / "report").read_text(encoding="utf-8")  # no report half-written
+
+
+def test_a_reading_that_cannot_be_proven_is_read_again(
+    run_cli: Callable[..., Result],
+    repo: Path,  # noqa: F811
+    fleet_snapshot: Path,  # noqa: F811
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    docs = yamlio.load_documents(fleet_snapshot.read_bytes(), str(fleet_snapshot))
+    snapshot = _write_json(tmp_path / "fleet.json", docs)
+    args = ["--all", "-o", "json", "--snapshot", str(snapshot), "--repo-root", str(repo)]
+    plain = run_cli(args)  # small: the checking parse only
+    monkeypatch.setattr(yamlio, "FAST_JSON_CHARS", 0)
+    proofs: list[bool] = []
+    real = yamlio._proof
+
+    def unproven_once(text: str, read: list[Any]) -> Any:
+        proofs.append(bool(proofs))
+        return real(text, read) if len(proofs) > 1 else None
+
+    monkeypatch.setattr(yamlio, "_proof", unproven_once)
+    again = run_cli(args)
+    assert proofs == [False, True]  # deferred, failed; then read again and proven at once
+    assert (again.exit_code, again.stdout, again.stderr) == (
+        plain.exit_code,
+        plain.stdout,
+        plain.stderr,
+    )
