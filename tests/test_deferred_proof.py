@@ -149,3 +149,29 @@ def test_a_reading_that_cannot_be_proven_is_read_again(
         plain.stdout,
         plain.stderr,
     )
+
+
+def test_a_run_leaves_the_snapshot_as_it_was_read(
+    run_cli: Callable[..., Result],
+    repo: Path,  # noqa: F811
+    fleet_snapshot: Path,  # noqa: F811
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The check runs after the first app is compared (before the fork): nothing the compare
+    does may change the objects read, or every run would be read twice."""
+    docs = yamlio.load_documents(fleet_snapshot.read_bytes(), str(fleet_snapshot))
+    snapshot = _write_json(tmp_path / "fleet.json", docs)
+    monkeypatch.setattr(yamlio, "FAST_JSON_CHARS", 0)
+    proofs: list[object] = []
+    real = yamlio._proof
+
+    def counted(text: str, read: list[Any]) -> Any:
+        proofs.append(real(text, read))
+        return proofs[-1]
+
+    monkeypatch.setattr(yamlio, "_proof", counted)
+    args = ["--all", "-o", "json", "--snapshot", str(snapshot), "--repo-root", str(repo)]
+    assert run_cli(args).exit_code == ExitCode.DRIFT
+    assert len(proofs) == 1
+    assert proofs[0] is not None  # proven: read once
