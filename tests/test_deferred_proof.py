@@ -158,8 +158,9 @@ def test_a_run_leaves_the_snapshot_as_it_was_read(
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """The check runs after the first app is compared (before the fork): nothing the compare
-    does may change the objects read, or every run would be read twice."""
+    """The check may run after apps were compared (the first one, before the fork; others,
+    when an error makes it run last): comparing must leave the objects read as they were, or
+    the proof would fail and the snapshot be read twice."""
     docs = yamlio.load_documents(fleet_snapshot.read_bytes(), str(fleet_snapshot))
     snapshot = _write_json(tmp_path / "fleet.json", docs)
     monkeypatch.setattr(yamlio, "FAST_JSON_CHARS", 0)
