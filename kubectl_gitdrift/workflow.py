@@ -302,9 +302,10 @@ def prepare(
         return True
 
     def one(index: int, target: Target, cached_only: bool = False) -> bool:
-        """Parse and render; False when `cached_only` and the render is not cached."""
+        """Render; False when `cached_only` and the render is not cached."""
+        if target.app is None:  # it could not be parsed (target.error)
+            return True
         try:
-            target.app = application.parse_application(target.body)
             if not render_apps:
                 return True
             target.skipped = not_the_clone(target.app, remotes)
@@ -330,6 +331,11 @@ def prepare(
             progress.advance(target.name)
         return done
 
+    for target in targets:
+        try:
+            target.app = application.parse_application(target.body)
+        except GitDriftError as exc:
+            target.error = exc
     if render_apps and not getattr(args, "offline", False):
         _prefetch(targets, repos, args, remotes, progress)
     progress.start("rendering", len(targets))
@@ -378,12 +384,9 @@ def _prefetch(
     app it concerns. `ref:`-only sources are fetched when a value file uses them."""
     jobs: dict[str, tuple[model.Application, model.AppSource, str]] = {}
     for target in targets:
-        try:
-            app = application.parse_application(target.body)
-        except GitDriftError:
-            continue  # said when rendering
-        if not_the_clone(app, remotes):
-            continue
+        app = target.app
+        if app is None or not_the_clone(app, remotes):
+            continue  # an app that could not be parsed says so in the report
         for index, source in enumerate(app.sources):
             if source.ref and not source.path:
                 continue

@@ -11,6 +11,7 @@ never touched) and kept there for `locate`. The source type is detected as Argo 
 
 from __future__ import annotations
 
+import functools
 import os
 import posixpath
 import re
@@ -643,6 +644,7 @@ def _with_overrides(
 _SCP_URL = re.compile(r"^(?:[\w.-]+@)?([\w.-]+):(?!//)(.*)$")
 
 
+@functools.lru_cache(maxsize=4096)  # every app of a fleet names the same few repositories
 def _normalize_url(url: str) -> str:
     """`https://github.com/org/repo.git`, `git@github.com:org/repo` → `github.com/org/repo`."""
     url = url.strip()
