@@ -70,9 +70,11 @@ class LiveIndex:
     def of(cls, live: Sequence[model.Manifest], settings: model.Settings) -> LiveIndex:
         """`live`'s objects are keyed by their bodies (`ObjectKey.of`), as every reader makes
         them: kinds, events, CRDs and RBAC objects are found by key."""
+        by_key: dict[model.ObjectKey, model.Manifest] = {}
         kinds: dict[tuple[str, str], list[model.Manifest]] = {}
         for manifest in live:
             key = manifest.key
+            by_key[key] = manifest
             found = kinds.get((key.group, key.kind))
             if found is None:
                 kinds[(key.group, key.kind)] = [manifest]
@@ -82,7 +84,7 @@ class LiveIndex:
         return cls(
             live=live,
             settings=settings,
-            by_key={m.key: m for m in live},
+            by_key=by_key,
             roots=roots,
             plurals=rbac.plurals_from(
                 m.body for m in _in_order(live, kinds, lambda gk: gk[1] == _CRD)

@@ -153,7 +153,12 @@ def _meta(obj: model.Body, key: str) -> str:
 
 
 def _by_name(obj: model.Body) -> tuple[str, str]:
-    return (_meta(obj, "namespace"), _meta(obj, "name"))
+    metadata = obj.get("metadata") or {}
+    return (str(metadata.get("namespace") or ""), str(metadata.get("name") or ""))
+
+
+def _first(item: tuple[tuple[str, str], model.Body]) -> tuple[str, str]:
+    return item[0]
 
 
 class Evaluator:
@@ -162,8 +167,8 @@ class Evaluator:
     def __init__(self, objects: Iterable[model.Body]) -> None:
         self.cluster_roles: dict[str, model.Body] = {}
         self.roles: dict[tuple[str, str], model.Body] = {}
-        self.cluster_bindings: list[model.Body] = []
-        self.bindings: list[model.Body] = []
+        cluster_bindings: list[tuple[tuple[str, str], model.Body]] = []
+        bindings: list[tuple[tuple[str, str], model.Body]] = []
         for obj in objects:
             group = str(obj.get("apiVersion") or "").rpartition("/")[0]
             if group != RBAC_GROUP:
@@ -174,14 +179,21 @@ class Evaluator:
             elif kind == "Role":
                 self.roles[_by_name(obj)] = obj
             elif kind == "ClusterRoleBinding":
-                self.cluster_bindings.append(obj)
+                cluster_bindings.append((_by_name(obj), obj))
             elif kind == "RoleBinding":
-                self.bindings.append(obj)
-        self.cluster_bindings.sort(key=_by_name)
-        self.bindings.sort(key=_by_name)
+                bindings.append((_by_name(obj), obj))
+        # by (namespace, name), read once per binding; the sort is stable, as by _by_name
+        cluster_bindings.sort(key=_first)
+        bindings.sort(key=_first)
+        self.cluster_bindings: list[model.Body] = [b for _, b in cluster_bindings]
+        self.bindings: list[model.Body] = [b for _, b in bindings]
         self._in_namespace: dict[str, list[model.Body]] = {}
-        for binding in self.bindings:
-            self._in_namespace.setdefault(_meta(binding, "namespace"), []).append(binding)
+        for (namespace, _), binding in bindings:
+            found = self._in_namespace.get(namespace)
+            if found is None:
+                self._in_namespace[namespace] = [binding]
+            else:
+                found.append(binding)
         self._rules: dict[str, list[Mapping[str, Any]]] = {}
         self._answers: dict[tuple[Subject, Question], Answer] = {}
         self._grants: dict[tuple[Subject, str], list[tuple[model.Body, Mapping[str, Any]]]] = {}

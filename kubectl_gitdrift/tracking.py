@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import copy
 import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -217,43 +217,117 @@ def app_named(value: str) -> str | None:
     return found[1] if found else None
 
 
-Roots = dict[str | None, list[model.Manifest]]
-Claims = dict[str, list[tuple[model.Manifest, str]]]
+Claim = tuple[model.Manifest, str]  # an unowned live object and its tracking-id, as written
+
+
+def roots(
+    live: Iterable[model.Manifest], settings: model.Settings
+) -> dict[str | None, list[model.Manifest]]:
+    """Every unowned live object by the app instance that tracks it (`app_of`; None: no app):
+    `tracked_roots` for every app at once."""
+    out: dict[str | None, list[model.Manifest]] = {}
+    for manifest in live:
+        if (manifest.body.get("metadata") or {}).get("ownerReferences"):
+            continue
+        out.setdefault(app_of(manifest.body, settings), []).append(manifest)
+    return out
+
+
+class Claims(Mapping[str, Sequence[Claim]]):
+    """`claims(live)`, indexed for every app of a run with little work up front (issue 18: it
+    runs on one core before --all forks). One pass groups the objects by the text before the
+    first ":" of their tracking-id, which is the app that tracking-id names if it parses; owners
+    and tracking-ids are checked when an app's claims are asked for, in the process that
+    compares that app.
+    Anything but looking up an app (iterating, counting) reads them all, as `claims` does."""
+
+    __slots__ = ("_all", "_candidates", "_checked", "_live")
+
+    def __init__(self, live: Sequence[model.Manifest]) -> None:
+        candidates: dict[str, list[model.Manifest]] = {}
+        for manifest in live:
+            metadata = manifest.body.get("metadata") or {}
+            raw = (metadata.get("annotations") or {}).get(TRACKING_ID)
+            if isinstance(raw, str):
+                app = raw.partition(":")[0]
+                found = candidates.get(app)
+                if found is None:
+                    candidates[app] = [manifest]
+                else:
+                    found.append(manifest)
+        self._live = live
+        self._candidates = candidates
+        self._checked: dict[str, list[Claim]] = {}
+        self._all: dict[str, list[Claim]] | None = None
+
+    def __getitem__(self, app: str) -> Sequence[Claim]:
+        found = self._checked.get(app)
+        if found is None:
+            found = []
+            for manifest in self._candidates.get(app, ()):
+                metadata = manifest.body.get("metadata") or {}
+                if metadata.get("ownerReferences"):
+                    continue
+                raw = metadata["annotations"][TRACKING_ID]
+                if _ID.fullmatch(raw):  # the app is the text before ":", as grouped
+                    found.append((manifest, str(raw)))
+            self._checked[app] = found
+        if not found:
+            raise KeyError(app)
+        return found
+
+    def everything(self) -> dict[str, list[Claim]]:
+        if self._all is None:
+            self._all = claims(self._live)
+        return self._all
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.everything())
+
+    def __len__(self) -> int:
+        return len(self.everything())
+
+
+class ClaimedRoots(Mapping[str | None, Sequence[model.Manifest]]):
+    """`roots(live, settings)` when the tracking-id alone says which app tracks an object (the
+    annotation methods, no installation id): an app's roots are the objects of its claims.
+    Anything but looking up an app reads them all, as `roots` does."""
+
+    __slots__ = ("_all", "_claims", "_live", "_settings")
+
+    def __init__(
+        self, live: Sequence[model.Manifest], claimed: Claims, settings: model.Settings
+    ) -> None:
+        self._live = live
+        self._claims = claimed
+        self._settings = settings
+        self._all: dict[str | None, list[model.Manifest]] | None = None
+
+    def __getitem__(self, app: str | None) -> Sequence[model.Manifest]:
+        if app is None:
+            return self.everything()[None]
+        return [manifest for manifest, _ in self._claims[app]]
+
+    def everything(self) -> dict[str | None, list[model.Manifest]]:
+        if self._all is None:
+            self._all = roots(self._live, self._settings)
+        return self._all
+
+    def __iter__(self) -> Iterator[str | None]:
+        return iter(self.everything())
+
+    def __len__(self) -> int:
+        return len(self.everything())
 
 
 def roots_and_claims(
-    live: Iterable[model.Manifest], settings: model.Settings
-) -> tuple[Roots, Claims]:
-    """Every unowned live object by the app instance that tracks it (`app_of`; None: no app),
-    and `claims(live)`: in one pass that reads each tracking-id once, for a run's live index."""
-    roots: Roots = {}
-    claimed: Claims = {}
-    by_id = (
-        settings.tracking_method is not model.TrackingMethod.LABEL and not settings.installation_id
-    )
-    match = _ID.fullmatch
-    for manifest in live:
-        metadata = manifest.body.get("metadata") or {}
-        if metadata.get("ownerReferences"):
-            continue
-        raw = (metadata.get("annotations") or {}).get(TRACKING_ID)
-        app = None
-        if isinstance(raw, str):
-            found = match(raw)
-            if found is not None:
-                app = found[1]
-                claim = claimed.get(app)
-                if claim is None:
-                    claimed[app] = [(manifest, str(raw))]
-                else:
-                    claim.append((manifest, str(raw)))
-        root = app if by_id else app_of(manifest.body, settings)
-        tracked = roots.get(root)
-        if tracked is None:
-            roots[root] = [manifest]
-        else:
-            tracked.append(manifest)
-    return roots, claimed
+    live: Sequence[model.Manifest], settings: model.Settings
+) -> tuple[Mapping[str | None, Sequence[model.Manifest]], Claims]:
+    """`roots(live, settings)` and `claims(live)` for a run's live index."""
+    claimed = Claims(live)
+    if settings.tracking_method is model.TrackingMethod.LABEL or settings.installation_id:
+        return roots(live, settings), claimed
+    return ClaimedRoots(live, claimed, settings), claimed
 
 
 def self_referenced(
