@@ -263,6 +263,10 @@ def _parse(
     checks: list[Callable[[], None]] | None = None,
 ) -> list[Any]:
     with _gc_paused:
+        if checks is not None and isinstance(text, bytes):
+            read = _fast_bytes(text, name, checks)
+            if read is not None:
+                return read
         text = _text(text, name, error)
         docs = _load_json(text, name, error, checks)
         if docs is None:
@@ -419,21 +423,48 @@ def _fast_json(text: str) -> tuple[list[Any], bool] | None:
     """msgspec's reading of a JSON text (`_fast_read`) and whether a document may be nested
     deeper than MAX_DEPTH, when `_proof` shows it is what the checking parse returns; else
     None: then that parse decides, and raises what it raises."""
+    if not _countable(text):
+        return None
     docs = _fast_read(text)
     proof = None if docs is None else _proof(text, docs)
     return None if docs is None or proof is None else (docs, proof.deep)
 
 
-def _fast_read(text: str) -> list[Any] | None:
-    """The documents of a JSON text as msgspec reads them, or None when it refuses the text or
-    the text writes a colon as `\\u003a`, which `_proof` cannot count."""
-    if "\\u003" in text:
-        return None
+def _fast_read(text: str | bytes) -> list[Any] | None:
+    """The documents of a JSON text (or its UTF-8 bytes) as msgspec reads them, or None when
+    it refuses them."""
     try:
         docs: list[Any] = _msgspec_decoder().decode_lines(text)
     except (ValueError, RecursionError):  # msgspec.DecodeError is a ValueError
         return None
     return docs
+
+
+def _fast_bytes(data: bytes, name: str, checks: list[Callable[[], None]]) -> list[Any] | None:
+    """`_load_json`'s deferred fast reading, from the bytes: the text is decoded (and checked
+    to be UTF-8) by the check, not here. None when the checking way must read them."""
+    if not FAST_JSON_CHARS <= len(data) <= MAX_BYTES:
+        return None
+    data = data.removeprefix(_BOM)
+    if not _JSON_START.match(data):
+        return None
+    read = _fast_read(data)
+    if read is not None:
+        checks.append(functools.partial(_check_later, data, read, name))
+    return read
+
+
+_BOM = "\ufeff".encode()
+_JSON_START = re.compile(rb"[ \t\r\n]*[{\[]")
+
+
+def _countable(text: str) -> bool:
+    """Whether `_proof` can count the text's colons: none is written `\\u003a`. (`\\u003c`,
+    `\\u003e`, which Go's JSON writes for `<` and `>`, are no colons.)"""
+    return "\\u003" not in text or _COLON_ESCAPE.search(text) is None
+
+
+_COLON_ESCAPE = re.compile(r"\\u003[aA]")
 
 
 def _proof(text: str, docs: list[Any]) -> _Proof | None:
@@ -448,7 +479,7 @@ def _proof(text: str, docs: list[Any]) -> _Proof | None:
     - Keys written twice, which msgspec lets the last win silently: outside strings a JSON text
       has one colon per key-value pair written; the result re-encoded (compact) has one per
       pair kept plus the colons of the strings kept. A string's colons are those of its text
-      unless written `\\u003a` (`_fast_read` refuses those), so the counts are equal exactly
+      unless written `\\u003a` (`_countable` refuses those), so the counts are equal exactly
       when no pair was dropped.
     - Depth: the documents re-encoded in a list with one space of indent per level put each
       element of a container d levels below the list on a line indented d + 1 spaces (strings
@@ -473,10 +504,15 @@ def _proof(text: str, docs: list[Any]) -> _Proof | None:
     return _Proof(deep)
 
 
-def _check_later(text: str, docs: list[Any], name: str) -> None:
-    """A check `_load_json` deferred: Unproven unless the checking parse would have returned
-    `docs` as they are, without an error."""
-    proof = _proof(text, docs)
+def _check_later(text: str | bytes, docs: list[Any], name: str) -> None:
+    """A check `_load_json` (or `_fast_bytes`) deferred: Unproven unless the checking parse
+    would have returned `docs` as they are, without an error."""
+    if isinstance(text, bytes):
+        try:
+            text = text.decode("utf-8")  # as _text decodes it; msgspec read the same text
+        except UnicodeDecodeError:
+            raise Unproven(name) from None
+    proof = _proof(text, docs) if _countable(text) else None
     if proof is None or (proof.deep and any(map(_depth_exceeds, docs))):
         raise Unproven(name)
 

@@ -176,3 +176,62 @@ def test_a_run_leaves_the_snapshot_as_it_was_read(
     assert run_cli(args).exit_code == ExitCode.DRIFT
     assert len(proofs) == 1
     assert proofs[0] is not None  # proven: read once
+
+
+def _big(*docs: dict[str, Any]) -> list[dict[str, Any]]:
+    return [*docs, {"apiVersion": "v1", "kind": "ConfigMap", "data": {"blob": PAD}}]
+
+
+def _deferred(data: bytes) -> tuple[list[dict[str, Any]], list[Callable[[], None]]]:
+    checks: list[Callable[[], None]] = []
+    docs = yamlio.load_documents(data, "snap.json", error=SnapshotError, checks=checks)
+    assert len(checks) == 1  # read fast, proven later
+    return docs, checks
+
+
+@pytest.mark.parametrize(
+    "escaped",
+    [
+        '"a \\u003c b \\u003e c \\u0026 d"',  # as Go's JSON writes <, > and &: no colon
+        '"\\u00e9t\\u00e9"',
+    ],
+)
+def test_escapes_that_write_no_colon_are_proven(escaped: str) -> None:
+    docs = _big({"kind": "ConfigMap", "data": {"k": "PLACEHOLDER"}})
+    data = "\n".join(json.dumps(d) for d in docs).replace('"PLACEHOLDER"', escaped).encode()
+    read, checks = _deferred(data)
+    checks[0]()  # proven
+    assert read == yamlio.load_documents(data, "snap.json", error=SnapshotError)
+
+
+def test_a_colon_written_as_an_escape_is_read_again() -> None:
+    docs = _big({"kind": "ConfigMap", "data": {"k": "PLACEHOLDER"}})
+    data = "\n".join(json.dumps(d) for d in docs).replace('"PLACEHOLDER"', '"a\\u003ab"').encode()
+    read, checks = _deferred(data)
+    with pytest.raises(yamlio.Unproven):
+        checks[0]()
+    checked = yamlio.load_documents(data, "snap.json", error=SnapshotError)
+    assert checked[0]["data"]["k"] == "a:b"
+    assert read == checked
+
+
+def test_a_byte_order_mark_is_read_past() -> None:
+    data = b"\xef\xbb\xbf" + "\n".join(json.dumps(d) for d in _big({"kind": "A"})).encode()
+    read, checks = _deferred(data)
+    checks[0]()
+    assert read == yamlio.load_documents(data, "snap.json", error=SnapshotError)
+
+
+def test_bytes_that_are_not_utf8_fail_as_the_checking_parse_says() -> None:
+    text = "\n".join(json.dumps(d) for d in _big({"kind": "ConfigMap", "data": {"k": "PH"}}))
+    data = text.replace('"PH"', '"caf\xe9"').encode("latin-1")
+    with pytest.raises(SnapshotError, match="not UTF-8") as eager:
+        yamlio.load_documents(data, "snap.json", error=SnapshotError)
+    checks: list[Callable[[], None]] = []
+    try:  # msgspec refuses the bytes at once, or the check finds them out
+        yamlio.load_documents(data, "snap.json", error=SnapshotError, checks=checks)
+    except SnapshotError as exc:
+        assert exc.message == eager.value.message
+    else:
+        with pytest.raises(yamlio.Unproven):
+            checks[0]()
