@@ -121,6 +121,7 @@ OFFLINE_ABSENT = (
     "kubectl_gitdrift.metrics",
     "kubectl_gitdrift.pushgateway",
     "kubectl_gitdrift.completion",
+    "tarfile",  # only a chart pull or a vendored chart archive is unpacked
 )
 
 
@@ -168,6 +169,7 @@ LIVE_ABSENT = (
     "kubectl_gitdrift.pushgateway",
     "kubectl_gitdrift.completion",
     "kubectl_gitdrift.compare.serverside",  # the app compares with the legacy diff
+    "tarfile",  # only a chart pull or a vendored chart archive is unpacked
 )
 
 

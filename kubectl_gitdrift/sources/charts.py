@@ -53,7 +53,6 @@ import json
 import os
 import re
 import shutil
-import tarfile
 import tempfile
 import threading
 import time
@@ -77,13 +76,16 @@ CHARTS_KEPT = 64
 """Pulled charts and built dependency sets kept; the least recently used go first (once an
 hour unused)."""
 
+# Patterns only a chart pull or a dependency build uses, compiled by `re` when first used: most
+# runs never need them (issue 18).
 # Masterminds/semver v3 `NewVersion` (what Argo CD's versions.IsVersion accepts)
-_SEMVER = re.compile(
+_SEMVER = (
     r"^v?(0|[1-9]\d*)(?:\.(0|[1-9]\d*))?(?:\.(0|[1-9]\d*))?"
     r"(?:-((?:0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*)(?:\.(?:0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*))*))?"
     r"(?:\+([0-9a-zA-Z-]+(?:\.[0-9a-zA-Z-]+)*))?$"
 )
-_DIGEST = re.compile(r"sha256:[0-9a-f]{64}")
+_DIGEST = r"sha256:[0-9a-f]{64}"
+# compiled now: every app's sources are classified, and their URLs shown redacted
 _SCHEME = re.compile(r"^([a-zA-Z][a-zA-Z0-9+.-]*)://")
 _USERINFO = re.compile(r"(://)[^/\s\"']*@")
 _BARE_USERINFO = re.compile(r"(^|[\s\"'(])[^/\s\"'(:@]+:[^/\s\"']*@")
@@ -101,7 +103,7 @@ def redact(text: str) -> str:
 
 def is_version(text: str) -> bool:
     """A version, not a constraint: Masterminds/semver's NewVersion accepts it."""
-    return bool(_SEMVER.match(text.strip()))
+    return bool(re.match(_SEMVER, text.strip()))
 
 
 @dataclass(frozen=True, slots=True)
@@ -247,7 +249,7 @@ class Charts:
                 f"{what}: targetRevision is empty; Argo CD needs a chart version or a semver "
                 "range (e.g. 1.2.3, 1.2.*, >=1.0 <2)"
             )
-        digest = source.kind == "oci" and bool(_DIGEST.fullmatch(version))
+        digest = source.kind == "oci" and bool(re.fullmatch(_DIGEST, version))
         exact = digest or is_version(version)
         key = _key("chart", source.kind, source.ref, version)
         with self._key_lock(key):
@@ -298,7 +300,7 @@ class Charts:
         out = scratch / "out"
         out.mkdir()
         if source.kind == "oci":
-            if _DIGEST.fullmatch(version):  # the digest Argo CD compared: that exact artifact
+            if re.fullmatch(_DIGEST, version):  # the digest Argo CD compared: that exact artifact
                 args = ["pull", f"{source.ref}@{version}", "--destination", str(out)]
             else:
                 args = ["pull", source.ref, "--version", version, "--destination", str(out)]
@@ -741,8 +743,8 @@ def _environment(scratch: Path) -> dict[str, str]:
 
 
 # An HTTP status as its own number: not part of a port (127.0.0.1:40121), a digest or a version.
-_STATUS_401 = re.compile(r"(?<![\w:.])401(?![\w.])")
-_STATUS_403 = re.compile(r"(?<![\w:.])403(?![\w.])")
+_STATUS_401 = r"(?<![\w:.])401(?![\w.])"
+_STATUS_403 = r"(?<![\w:.])403(?![\w.])"
 
 
 def _cause(stdout: bytes, stderr: bytes, scratch: Path) -> str:
@@ -761,9 +763,9 @@ def _cause(stdout: bytes, stderr: bytes, scratch: Path) -> str:
     low = line.lower()
     if "basic credential not found" in low or "no basic auth credentials" in low:
         return f"401 Unauthorized: no credentials for this registry in your helm config ({line})"
-    if _STATUS_401.search(low) or "unauthorized" in low:
+    if re.search(_STATUS_401, low) or "unauthorized" in low:
         return f"401 Unauthorized: credentials missing or rejected ({line})"
-    if _STATUS_403.search(low) and "forbidden" in low:
+    if re.search(_STATUS_403, low) and "forbidden" in low:
         return f"403 Forbidden ({line})"
     found = re.search(r"no chart version found for (\S+)", line)
     if found:
@@ -795,6 +797,8 @@ def _hint(cause: str) -> str | None:
 
 def _unpack(archive: Path, entry: Path, what: str) -> Pulled:
     """Extract a chart archive into `entry/chart-tree` (bounded, no links out, no devices)."""
+    import tarfile  # only a pulled chart is unpacked: most runs never need it
+
     data = archive.read_bytes()
     digest = "sha256:" + hashlib.sha256(data).hexdigest()
     target = entry / "tree"
@@ -926,6 +930,8 @@ def _merge_charts(charts: Path, dest: Path, deps: Sequence[Mapping[str, Any]]) -
 def _archive_chart_name(path: Path) -> str | None:
     """The name in a chart archive's Chart.yaml; None when `path` is no chart archive (as
     helm's loader.LoadFile fails on it)."""
+    import tarfile  # only a vendored chart archive is read: most runs never need it
+
     try:
         with tarfile.open(path, "r:gz") as tar:
             for member in tar:
