@@ -142,12 +142,16 @@ class ObjectKey:
     def of(cls, body: Body) -> ObjectKey:
         api_version = str(body.get("apiVersion") or "")
         metadata = body.get("metadata") or {}
-        return cls(
-            group=api_version.rpartition("/")[0],
-            kind=str(body.get("kind") or ""),
-            namespace=str(metadata.get("namespace") or ""),
-            name=str(metadata.get("name") or ""),
-        )
+        # What `cls(group=..., ...)` makes, in half its time: the slots' own setters instead of
+        # the frozen __init__'s keyword arguments and object.__setattr__ calls. It runs for every
+        # object of a snapshot before --all forks, and for every rendered one (issue 18);
+        # tests/test_model_key.py holds it to the generated __init__.
+        key = _new(cls)
+        _set_group(key, api_version.rpartition("/")[0])
+        _set_kind(key, str(body.get("kind") or ""))
+        _set_namespace(key, str(metadata.get("namespace") or ""))
+        _set_name(key, str(metadata.get("name") or ""))
+        return key
 
     @property
     def group_kind(self) -> str:
@@ -161,6 +165,12 @@ class ObjectKey:
         """kubectl's form: `deployment.apps/guestbook`."""
         kind = self.kind.lower() + (f".{self.group}" if self.group else "")
         return f"{kind}/{self.name}"
+
+
+_new = object.__new__
+_set_group, _set_kind, _set_namespace, _set_name = (
+    getattr(ObjectKey, f.name).__set__ for f in dataclasses.fields(ObjectKey)
+)
 
 
 @dataclass(frozen=True, slots=True)
