@@ -132,7 +132,8 @@ class Probe(RenderCache):
     """The render cache as a render made with `cached_only` sees it, without reading it: `get`
     answers an empty render for each entry on disk and notes its key in `hits` (in the order
     asked), so the entries can be read later and elsewhere (`read`): with --all, by the process
-    that compares the app. Nothing is stored through it."""
+    that compares the app. A render made through it anyway (a directory source is read even
+    with `cached_only`) is stored as through the cache itself."""
 
     hits: list[str] = field(default_factory=list)
 
@@ -141,9 +142,6 @@ class Probe(RenderCache):
             return None
         self.hits.append(key)
         return []
-
-    def put(self, key: str, manifests: list[Manifest]) -> None:
-        raise AssertionError("a Probe only answers renders made with cached_only")
 
     def read(self) -> list[Manifest] | None:
         """The manifests of every entry hit, in order; None when one of them is gone or
