@@ -175,7 +175,11 @@ def settings_of(state: snapshot.ClusterState) -> model.Settings:
         (
             m.body
             for m in state.objects
-            if application.is_params_cm(m.body) and m.key.namespace == namespace
+            # the key first: it is the body's kind and name, and cheaper to look at
+            if m.key.kind == "ConfigMap"
+            and m.key.name == application.PARAMS_CM
+            and m.key.namespace == namespace
+            and application.is_params_cm(m.body)
         ),
         None,
     )
@@ -188,7 +192,8 @@ def render_configmaps(state: snapshot.ClusterState) -> list[model.Body]:
     found = [
         m.body
         for m in state.objects
-        if _is_cmp_configmap(m.body) or (m.key.group, m.key.kind) == ("argoproj.io", "AppProject")
+        if (m.key.kind == "ConfigMap" and _is_cmp_configmap(m.body))
+        or (m.key.group, m.key.kind) == ("argoproj.io", "AppProject")
     ]
     return [*([state.argocd_cm] if state.argocd_cm is not None else []), *found]
 
