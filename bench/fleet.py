@@ -121,6 +121,7 @@ def main(argv: list[str] | None = None) -> int:
         commands["now"][0],
         dict(commands["now"][1], KUBECTL_GITDRIFT_WORKERS="1"),
     )
+    compile_tree(sys.executable, ROOT / "kubectl_gitdrift")  # as the trees below, as installed
     with tempfile.TemporaryDirectory(prefix="gitdrift-fleet-") as work:
         for rev in befores:
             tree = extract(rev, Path(work) / rev)
