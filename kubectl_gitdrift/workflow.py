@@ -11,6 +11,7 @@ import argparse
 import concurrent.futures
 import contextlib
 import dataclasses
+import functools
 import gc
 import os
 import re
@@ -97,14 +98,20 @@ class Target:
     dry_run: dict[model.ObjectKey, model.Body] | None = None
     dry_run_unknown: list[tuple[model.ObjectKey, str]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
-    # prepare(defer_reads=True): the render is cached and `rendered` has no manifests yet; this
-    # reads them (or renders again), in the process that compares the app (`finish_render`)
+    # prepare(defer_reads=True): the render, to be read from the cache (or made) by the process
+    # that compares the app (`finish_render`); `rendered` is None or has no manifests until then
     deferred: Callable[[], source_render.Rendered] | None = None
 
 
+WARM_SAMPLE = 8
+"""prepare(defer_reads=True) looks up this many apps' renders itself; all of them cached, it
+leaves the rest to the comparing processes (any not cached is made there, one at a time per
+process); one not cached, it looks up all and makes the missing ones in parallel first."""
+
+
 def finish_render(target: Target) -> None:
-    """Read a render `prepare` left in the cache (`Target.deferred`); raises what a render
-    raises, when the entry had gone and the render had to be made again."""
+    """The render `prepare` left to the process comparing the app (`Target.deferred`): read
+    from the cache, or made when it is not there (any more); raises what a render raises."""
     if target.deferred is not None:
         target.rendered = target.deferred()
         target.deferred = None
@@ -351,7 +358,18 @@ def prepare(
         return targets
     # Cached renders first, one at a time (reading them is Python work: threads only take turns
     # on the interpreter); what is left runs kustomize and helm in parallel.
-    todo = [(i, t) for i, t in enumerate(targets, 1) if cache is None or not counted(i, t, True)]
+    todo: list[tuple[int, Target]] = []
+    for i, t in enumerate(targets, 1):
+        if defer_reads and i > WARM_SAMPLE and not todo:
+            # the first apps' renders were all cached: the cache is warm. Each app's is looked up
+            # (and in the odd case made) where it is compared, not here on one core
+            if t.app is not None and not t.error:
+                t.skipped = not_the_clone(t.app, remotes) if render_apps else ""
+                if render_apps and not t.skipped:
+                    t.deferred = functools.partial(render, i, t.app, cache)
+            progress.advance(t.name)
+        elif cache is None or not counted(i, t, True):
+            todo.append((i, t))
     if todo:
         with concurrent.futures.ThreadPoolExecutor(max_workers=min(workers, len(todo))) as pool:
             list(pool.map(counted, *zip(*todo, strict=True)))
@@ -531,7 +549,11 @@ def run_all(
     `write`: the output of one app, made where it was compared (`Compared.text`).
     `beside`: work of this process's own to do while forked children compare (fanout.imap),
     or before comparing when there are none."""
-    todo = [t for t in targets if t.app is not None and t.rendered is not None]
+    todo = [
+        t
+        for t in targets
+        if t.app is not None and (t.rendered is not None or t.deferred is not None)
+    ]
     history = _history_cache(args)
     workers = fanout.processes(len(todo), max_workers())
     here = os.getpid()

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from kubectl_gitdrift import workflow
 from kubectl_gitdrift.errors import ExitCode
 from kubectl_gitdrift.sources import cache as source_cache
 from tests.conftest import Result
@@ -137,3 +138,87 @@ def test_defer_reads_is_only_for_all(
     )
     assert one.exit_code == ExitCode.DRIFT
     assert reads == []  # one app: read where it is rendered, as before
+
+
+@pytest.fixture
+def one_app_sample(monkeypatch: pytest.MonkeyPatch) -> None:
+    """prepare looks up the first app's render only: when cached, the rest are left to the
+    comparing processes without a look (workflow.WARM_SAMPLE)."""
+    monkeypatch.setattr(workflow, "WARM_SAMPLE", 1)
+
+
+@pytest.mark.usefixtures("one_app_sample")
+def test_past_a_warm_sample_renders_are_looked_up_where_compared(
+    run_cli: Callable[..., Result],
+    repo: Path,  # noqa: F811
+    fleet_snapshot: Path,  # noqa: F811
+    cache_dir: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    cold = _all(run_cli, fleet_snapshot, repo)  # the sample missed: every app looked up first
+    finished: list[str] = []
+    original = workflow.finish_render
+
+    def counted(target: workflow.Target) -> None:
+        if target.deferred is not None:
+            finished.append(target.name)
+        original(target)
+
+    monkeypatch.setattr(workflow, "finish_render", counted)
+    looked: list[str] = []
+    probe_get = source_cache.Probe.get
+
+    def looked_up(self: source_cache.Probe, key: str) -> list[source_cache.Manifest] | None:
+        looked.append(key)
+        return probe_get(self, key)
+
+    monkeypatch.setattr(source_cache.Probe, "get", looked_up)
+    warm = _all(run_cli, fleet_snapshot, repo)
+    assert (warm.exit_code, warm.stdout) == (cold.exit_code, cold.stdout)
+    assert finished == ["argocd/guestbook", "argocd/guestbook-b"]
+    assert len(looked) == 1  # the sample's; guestbook-b's render was not looked up first
+
+    def pruned(target: workflow.Target) -> None:
+        if target.name == "argocd/guestbook-b" and target.deferred is not None:
+            for entry in cache_dir.glob("renders/*/*.json"):  # past the sample, its entry went
+                entry.unlink()
+        original(target)
+
+    monkeypatch.setattr(workflow, "finish_render", pruned)
+    assert _all(run_cli, fleet_snapshot, repo).stdout == cold.stdout
+    assert len(list(cache_dir.glob("renders/*/*.json"))) == 1  # made where compared, and kept
+
+
+@pytest.mark.usefixtures("one_app_sample")
+def test_past_a_warm_sample_a_render_that_fails_is_that_apps_error(
+    run_cli: Callable[..., Result],
+    repo: Path,  # noqa: F811
+    fleet_snapshot: Path,  # noqa: F811
+    cache_dir: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    _all(run_cli, fleet_snapshot, repo)
+    broken = tmp_path / "broken-bin"
+    broken.mkdir()
+    for name in ("kubectl", "kustomize"):
+        tool = broken / name
+        tool.write_text("#!/bin/sh\necho 'kustomize: out of memory' >&2\nexit 1\n")
+        tool.chmod(0o755)
+    original = workflow.finish_render
+
+    def pruned(target: workflow.Target) -> None:
+        if target.name == "argocd/guestbook-b" and target.deferred is not None:
+            # past the sample: its entry went, and kustomize fails
+            for entry in cache_dir.glob("renders/*/*.json"):
+                entry.unlink()
+            monkeypatch.setenv("PATH", f"{broken}{os.pathsep}{os.environ['PATH']}")
+        original(target)
+
+    monkeypatch.setattr(workflow, "finish_render", pruned)
+    result = _all(run_cli, fleet_snapshot, repo)
+    assert result.exit_code == ExitCode.ERROR
+    doc = json.loads(result.stdout)
+    assert [e["application"] for e in doc["errors"]] == ["argocd/guestbook-b"]
+    assert "out of memory" in doc["errors"][0]["error"]
+    assert [a["name"] for a in doc["applications"]] == ["guestbook"]
