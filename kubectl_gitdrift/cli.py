@@ -68,6 +68,9 @@ def _exit(code: int) -> NoReturn:
         code = code or 141
     except OSError:
         code = code or int(ExitCode.ERROR)
+    fanout = sys.modules.get("kubectl_gitdrift.fanout")
+    if fanout is not None:
+        fanout.reap()  # forked workers still exiting: none is left behind
     if sys.gettrace() or sys.getprofile() or "coverage" in sys.modules:
         sys.exit(code)  # a profiler or coverage writes its results at teardown: let it
     os._exit(code)

@@ -97,6 +97,7 @@ def imap(
     An exception raised by `fn` (here or in a child) is raised here; the children are then
     stopped. A child that dies (a signal, os._exit) raises GitDriftError naming its item.
     Closing the iterator early stops and reaps every child."""
+    reap()
     if not items:
         return
     yield fn(items[0])
@@ -219,7 +220,9 @@ class _Pool:
 
     def close(self, kill: bool) -> None:
         """Reap every child (each stops at the end of the task pipe); `kill` them first when
-        results are still owed (an error, or the caller stopped reading)."""
+        results are still owed (an error, or the caller stopped reading). Children that
+        answered everything and are still exiting (freeing a big address space takes the
+        kernel a while) are left to `reap`, so this process goes on meanwhile."""
         for fd in (self.tasks, *self.results_fd):
             with contextlib.suppress(OSError):
                 os.close(fd)
@@ -230,7 +233,23 @@ class _Pool:
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(pid, signal.SIGKILL)
             with contextlib.suppress(ChildProcessError):
-                os.waitpid(pid, 0)
+                if kill or os.waitpid(pid, os.WNOHANG) == (0, 0):
+                    _exiting.append(pid)
+        if kill:
+            reap()
+
+
+_exiting: list[int] = []
+"""Children done with their work, not reaped yet (`reap`)."""
+
+
+def reap() -> None:
+    """Wait for the children of earlier pools that were still exiting: before the next pool,
+    and before this process leaves (cli._exit), so none is left a zombie and their CPU time
+    counts as this process's children's."""
+    while _exiting:
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(_exiting.pop(), 0)
 
 
 def _frames(buffer: bytearray) -> Iterator[tuple[int, int, Any]]:

@@ -135,6 +135,28 @@ def test_an_answer_that_cannot_be_pickled_is_an_error() -> None:
         list(fanout.imap(fn, list(range(50)), 2))
 
 
+def test_children_still_exiting_are_reaped_before_the_next_pool_and_by_reap(
+    tmp_path: Path,
+) -> None:
+    seen = tmp_path / "pids"
+
+    def fn(item: int) -> int:
+        with seen.open("a") as out:
+            out.write(f"{os.getpid()}\n")
+        return item
+
+    assert list(fanout.imap(fn, list(range(40)), 2)) == list(range(40))
+    first = sorted({int(line) for line in seen.read_text().split()} - {os.getpid()})
+    assert first
+    assert set(fanout._exiting) <= set(first)  # answered all: perhaps not gone yet
+    seen.unlink()
+    assert list(fanout.imap(fn, list(range(40)), 2)) == list(range(40))
+    assert _reaped(first)  # the next pool waited for them first
+    fanout.reap()
+    assert fanout._exiting == []
+    assert _reaped(sorted({int(line) for line in seen.read_text().split()} - {os.getpid()}))
+
+
 def test_stopping_early_kills_and_reaps_the_workers(tmp_path: Path) -> None:
     seen = tmp_path / "pids"
 
