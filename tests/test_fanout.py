@@ -136,25 +136,23 @@ def test_an_answer_that_cannot_be_pickled_is_an_error() -> None:
 
 
 def test_children_still_exiting_are_reaped_before_the_next_pool_and_by_reap(
-    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    seen = tmp_path / "pids"
+    forked: list[list[int]] = []
+    init = fanout._Pool.__init__
 
-    def fn(item: int) -> int:
-        with seen.open("a") as out:
-            out.write(f"{os.getpid()}\n")
-        return item
+    def recorded(self: Any, *args: Any) -> None:
+        init(self, *args)
+        forked.append(list(self.pids))
 
-    assert list(fanout.imap(fn, list(range(40)), 2)) == list(range(40))
-    first = sorted({int(line) for line in seen.read_text().split()} - {os.getpid()})
-    assert first
-    assert set(fanout._exiting) <= set(first)  # answered all: perhaps not gone yet
-    seen.unlink()
-    assert list(fanout.imap(fn, list(range(40)), 2)) == list(range(40))
-    assert _reaped(first)  # the next pool waited for them first
+    monkeypatch.setattr(fanout._Pool, "__init__", recorded)
+    assert list(fanout.imap(abs, list(range(40)), 2)) == list(range(40))
+    assert set(fanout._exiting) <= set(forked[0])  # answered all: perhaps not gone yet
+    assert list(fanout.imap(abs, list(range(40)), 2)) == list(range(40))
+    assert _reaped(forked[0])  # the next pool waited for them first
     fanout.reap()
     assert fanout._exiting == []
-    assert _reaped(sorted({int(line) for line in seen.read_text().split()} - {os.getpid()}))
+    assert _reaped(forked[1])
 
 
 def test_stopping_early_kills_and_reaps_the_workers(tmp_path: Path) -> None:
