@@ -313,8 +313,9 @@ def prepare(
         target.rendered, target.deferred = found, finish
         return True
 
-    def one(index: int, target: Target, cached_only: bool = False) -> bool:
-        """Render; False when `cached_only` and the render is not cached."""
+    def one(index: int, target: Target, cached_only: bool = False, later: bool = False) -> bool:
+        """Render; False when `cached_only` and the render is not cached. `later`: leave the
+        render to the process that compares the app, to look up (and make, if need be)."""
         if target.app is None:  # it could not be parsed (target.error)
             return True
         try:
@@ -322,6 +323,9 @@ def prepare(
                 return True
             target.skipped = not_the_clone(target.app, remotes)
             if target.skipped:
+                return True
+            if later:
+                target.deferred = functools.partial(render, index, target.app, cache)
                 return True
             if (
                 cached_only
@@ -337,8 +341,8 @@ def prepare(
             target.error = exc
         return True
 
-    def counted(index: int, target: Target, cached_only: bool = False) -> bool:
-        done = one(index, target, cached_only)
+    def counted(index: int, target: Target, cached_only: bool = False, later: bool = False) -> bool:
+        done = one(index, target, cached_only, later)
         if done:
             progress.advance(target.name)
         return done
@@ -363,11 +367,7 @@ def prepare(
         if defer_reads and i > WARM_SAMPLE and not todo:
             # the first apps' renders were all cached: the cache is warm. Each app's is looked up
             # (and in the odd case made) where it is compared, not here on one core
-            if t.app is not None and not t.error:
-                t.skipped = not_the_clone(t.app, remotes) if render_apps else ""
-                if render_apps and not t.skipped:
-                    t.deferred = functools.partial(render, i, t.app, cache)
-            progress.advance(t.name)
+            counted(i, t, later=True)
         elif cache is None or not counted(i, t, True):
             todo.append((i, t))
     if todo:
