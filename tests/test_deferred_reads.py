@@ -26,6 +26,27 @@ def cache_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return path
 
 
+@pytest.fixture
+def kustomize_fails(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Callable[[], None]:
+    """Call it, and kustomize (`kubectl kustomize` too) fails from then on."""
+    broken = tmp_path / "broken-bin"
+    broken.mkdir()
+    for name in ("kubectl", "kustomize"):
+        tool = broken / name
+        tool.write_text("#!/bin/sh\necho 'kustomize: out of memory' >&2\nexit 1\n")
+        tool.chmod(0o755)
+    return lambda: monkeypatch.setenv("PATH", f"{broken}{os.pathsep}{os.environ['PATH']}")
+
+
+def _only_failed(result: Result, failed: str, *, compared: str) -> None:
+    """`failed` is the run's one error, kustomize's own words in it; `compared` goes on."""
+    assert result.exit_code == ExitCode.ERROR
+    doc = json.loads(result.stdout)
+    assert [e["application"] for e in doc["errors"]] == [f"argocd/{failed}"]
+    assert "out of memory" in doc["errors"][0]["error"]
+    assert [a["name"] for a in doc["applications"]] == [compared]  # the others go on
+
+
 def _all(run_cli: Callable[..., Result], snapshot: Path, clone: Path, *extra: str) -> Result:
     return run_cli(
         ["--all", "-o", "json", "--snapshot", str(snapshot), "--repo-root", str(clone),
@@ -93,16 +114,10 @@ def test_a_render_that_fails_when_made_again_is_that_apps_error(
     repo: Path,  # noqa: F811
     fleet_snapshot: Path,  # noqa: F811
     cache_dir: Path,
-    tmp_path: Path,
+    kustomize_fails: Callable[[], None],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     _all(run_cli, fleet_snapshot, repo)
-    broken = tmp_path / "broken-bin"
-    broken.mkdir()
-    for name in ("kubectl", "kustomize"):
-        tool = broken / name
-        tool.write_text("#!/bin/sh\necho 'kustomize: out of memory' >&2\nexit 1\n")
-        tool.chmod(0o755)
     original = source_cache.Probe.read
     first = True
 
@@ -112,16 +127,11 @@ def test_a_render_that_fails_when_made_again_is_that_apps_error(
             first = False
             for key in self.hits:
                 self._path(key).unlink()
-            monkeypatch.setenv("PATH", f"{broken}{os.pathsep}{os.environ['PATH']}")
+            kustomize_fails()
         return original(self)
 
     monkeypatch.setattr(source_cache.Probe, "read", pruned)
-    result = _all(run_cli, fleet_snapshot, repo)
-    assert result.exit_code == ExitCode.ERROR
-    doc = json.loads(result.stdout)
-    assert [e["application"] for e in doc["errors"]] == ["argocd/guestbook"]
-    assert "out of memory" in doc["errors"][0]["error"]
-    assert [a["name"] for a in doc["applications"]] == ["guestbook-b"]  # the others go on
+    _only_failed(_all(run_cli, fleet_snapshot, repo), "guestbook", compared="guestbook-b")
 
 
 def test_defer_reads_is_only_for_all(
@@ -195,16 +205,10 @@ def test_past_a_warm_sample_a_render_that_fails_is_that_apps_error(
     repo: Path,  # noqa: F811
     fleet_snapshot: Path,  # noqa: F811
     cache_dir: Path,
-    tmp_path: Path,
+    kustomize_fails: Callable[[], None],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     _all(run_cli, fleet_snapshot, repo)
-    broken = tmp_path / "broken-bin"
-    broken.mkdir()
-    for name in ("kubectl", "kustomize"):
-        tool = broken / name
-        tool.write_text("#!/bin/sh\necho 'kustomize: out of memory' >&2\nexit 1\n")
-        tool.chmod(0o755)
     original = workflow.finish_render
 
     def pruned(target: workflow.Target) -> None:
@@ -212,13 +216,8 @@ def test_past_a_warm_sample_a_render_that_fails_is_that_apps_error(
             # past the sample: its entry went, and kustomize fails
             for entry in cache_dir.glob("renders/*/*.json"):
                 entry.unlink()
-            monkeypatch.setenv("PATH", f"{broken}{os.pathsep}{os.environ['PATH']}")
+            kustomize_fails()
         original(target)
 
     monkeypatch.setattr(workflow, "finish_render", pruned)
-    result = _all(run_cli, fleet_snapshot, repo)
-    assert result.exit_code == ExitCode.ERROR
-    doc = json.loads(result.stdout)
-    assert [e["application"] for e in doc["errors"]] == ["argocd/guestbook-b"]
-    assert "out of memory" in doc["errors"][0]["error"]
-    assert [a["name"] for a in doc["applications"]] == ["guestbook"]
+    _only_failed(_all(run_cli, fleet_snapshot, repo), "guestbook-b", compared="guestbook")
