@@ -7,9 +7,7 @@ again the checking way."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -19,20 +17,20 @@ import yaml
 
 from kubectl_gitdrift import yamlio
 from kubectl_gitdrift.errors import ExitCode, SnapshotError
-from tests.conftest import ROOT, Result, load_script
+from tests.conftest import Result
 from tests.test_all import fleet_snapshot, repo  # noqa: F401
-from tests.test_fanout import _RUN
+from tests.test_fanout import fleet40, run_all_cli  # noqa: F401
 
 PAD = "x" * (yamlio.FAST_JSON_CHARS + 1024)  # the snapshot is big enough to be read fast
 
 
 @pytest.fixture(scope="module")
-def fleet40(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[dict[str, Any]]]:
-    """40 generated Applications (enough for two processes) and their snapshot's documents,
-    plus a ConfigMap big enough for the snapshot to be read by msgspec."""
-    gen = load_script("bench_generate", ROOT / "bench" / "generate.py")
-    out = tmp_path_factory.mktemp("fleet40-proof")
-    gen.generate(gen.Scenario("fleet-40", 40, 1, drift=0.2), out)
+def big_fleet(
+    fleet40: tuple[Path, dict[str, Any]],  # noqa: F811
+) -> tuple[Path, list[dict[str, Any]]]:
+    """test_fanout's 40 Applications (enough for two processes) and their snapshot's
+    documents, plus a ConfigMap big enough for the snapshot to be read by msgspec."""
+    out, _meta = fleet40
     docs = yamlio.load_documents((out / "snapshot.json").read_bytes(), "snapshot.json")
     padding = {
         "apiVersion": "v1",
@@ -43,10 +41,15 @@ def fleet40(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[dict[s
     return out, [*docs, padding]
 
 
+def _jsonl(docs: list[dict[str, Any]]) -> str:
+    """The documents as a JSON stream, one a line."""
+    return "\n".join(json.dumps(d) for d in docs)
+
+
 def _write_json(
     path: Path, docs: list[dict[str, Any]], replace: tuple[str, str] = ("", "")
 ) -> Path:
-    text = "\n".join(json.dumps(d) for d in docs) + "\n"
+    text = _jsonl(docs) + "\n"
     if replace[0]:
         assert replace[0] in text
         text = text.replace(replace[0], replace[1], 1)
@@ -57,27 +60,14 @@ def _write_json(
 def _run(
     tmp_path: Path, fleet: Path, snapshot: Path, workers: str | None, cache: Path
 ) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if k != "KUBECTL_GITDRIFT_WORKERS"}
-    env["KUBECTL_GITDRIFT_CACHE_DIR"] = str(cache)
-    if workers is not None:
-        env["KUBECTL_GITDRIFT_WORKERS"] = workers
-    args = ["--all", "-o", "json", "--snapshot", str(snapshot), "--repo-root", str(fleet / "repo")]
-    return subprocess.run(
-        [sys.executable, "-c", _RUN, str(tmp_path / "report"), *args, "--no-entry-points"],
-        env=env,
-        check=False,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        cwd=ROOT,
-    )
+    return run_all_cli(tmp_path / "report", snapshot, fleet / "repo", cache, workers, "-o", "json")
 
 
 @pytest.mark.slow
 def test_a_big_json_snapshot_is_proven_beside_the_workers(
-    tmp_path: Path, fleet40: tuple[Path, list[dict[str, Any]]]
+    tmp_path: Path, big_fleet: tuple[Path, list[dict[str, Any]]]
 ) -> None:
-    fleet, docs = fleet40
+    fleet, docs = big_fleet
     cache = tmp_path / "cache"
     as_yaml = tmp_path / "snapshot.yaml"  # YAML: read the checking way only
     as_yaml.write_text(yaml.safe_dump_all(docs), encoding="utf-8")
@@ -104,9 +94,9 @@ def test_a_big_json_snapshot_is_proven_beside_the_workers(
     ids=["data", "kind"],
 )
 def test_a_key_written_twice_fails_as_the_checking_parse_says(
-    tmp_path: Path, fleet40: tuple[Path, list[dict[str, Any]]], twice: str, key: str
+    tmp_path: Path, big_fleet: tuple[Path, list[dict[str, Any]]], twice: str, key: str
 ) -> None:
-    fleet, docs = fleet40
+    fleet, docs = big_fleet
     if key == "blob":
         replace = (twice, f'"blob": "1", {twice}')
     else:
@@ -198,7 +188,7 @@ def _deferred(data: bytes) -> tuple[list[dict[str, Any]], list[Callable[[], None
 )
 def test_escapes_that_write_no_colon_are_proven(escaped: str) -> None:
     docs = _big({"kind": "ConfigMap", "data": {"k": "PLACEHOLDER"}})
-    data = "\n".join(json.dumps(d) for d in docs).replace('"PLACEHOLDER"', escaped).encode()
+    data = _jsonl(docs).replace('"PLACEHOLDER"', escaped).encode()
     read, checks = _deferred(data)
     checks[0]()  # proven
     assert read == yamlio.load_documents(data, "snap.json", error=SnapshotError)
@@ -206,7 +196,7 @@ def test_escapes_that_write_no_colon_are_proven(escaped: str) -> None:
 
 def test_a_colon_written_as_an_escape_is_read_again() -> None:
     docs = _big({"kind": "ConfigMap", "data": {"k": "PLACEHOLDER"}})
-    data = "\n".join(json.dumps(d) for d in docs).replace('"PLACEHOLDER"', '"a\\u003ab"').encode()
+    data = _jsonl(docs).replace('"PLACEHOLDER"', '"a\\u003ab"').encode()
     read, checks = _deferred(data)
     with pytest.raises(yamlio.Unproven):
         checks[0]()
@@ -216,14 +206,14 @@ def test_a_colon_written_as_an_escape_is_read_again() -> None:
 
 
 def test_a_byte_order_mark_is_read_past() -> None:
-    data = b"\xef\xbb\xbf" + "\n".join(json.dumps(d) for d in _big({"kind": "A"})).encode()
+    data = b"\xef\xbb\xbf" + _jsonl(_big({"kind": "A"})).encode()
     read, checks = _deferred(data)
     checks[0]()
     assert read == yamlio.load_documents(data, "snap.json", error=SnapshotError)
 
 
 def test_bytes_that_are_not_utf8_fail_as_the_checking_parse_says() -> None:
-    text = "\n".join(json.dumps(d) for d in _big({"kind": "ConfigMap", "data": {"k": "PH"}}))
+    text = _jsonl(_big({"kind": "ConfigMap", "data": {"k": "PH"}}))
     data = text.replace('"PH"', '"caf\xe9"').encode("latin-1")
     with pytest.raises(SnapshotError, match="not UTF-8") as eager:
         yamlio.load_documents(data, "snap.json", error=SnapshotError)

@@ -288,16 +288,17 @@ def fleet40(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, A
     return out, meta
 
 
-def _run(
-    tmp_path: Path, fleet: Path, cache: Path, workers: str | None, *argv: str
-) -> tuple[str, str]:
+def run_all_cli(
+    report: Path, snapshot: Path, repo: Path, cache: Path, workers: str | None, *argv: str
+) -> subprocess.CompletedProcess[str]:
+    """`kubectl gitdrift --all` over `snapshot` in a process of its own (_RUN): the report in
+    `report`, each pool's worker count on stderr; KUBECTL_GITDRIFT_WORKERS=`workers`, if any."""
     env = {k: v for k, v in os.environ.items() if k != "KUBECTL_GITDRIFT_WORKERS"}
     env["KUBECTL_GITDRIFT_CACHE_DIR"] = str(cache)
     if workers is not None:
         env["KUBECTL_GITDRIFT_WORKERS"] = workers
-    report = tmp_path / "report"
-    args = ["--all", "--snapshot", str(fleet / "snapshot.json"), "--repo-root", str(fleet / "repo")]
-    proc = subprocess.run(
+    args = ["--all", "--snapshot", str(snapshot), "--repo-root", str(repo)]
+    return subprocess.run(
         [sys.executable, "-c", _RUN, str(report), *args, "--no-entry-points", *argv],
         env=env,
         check=False,
@@ -306,6 +307,13 @@ def _run(
         timeout=600,
         cwd=ROOT,
     )
+
+
+def _run(
+    tmp_path: Path, fleet: Path, cache: Path, workers: str | None, *argv: str
+) -> tuple[str, str]:
+    report = tmp_path / "report"
+    proc = run_all_cli(report, fleet / "snapshot.json", fleet / "repo", cache, workers, *argv)
     assert proc.returncode == 1, proc.stderr  # the fleet has drift
     return report.read_text(encoding="utf-8"), proc.stderr
 
