@@ -112,6 +112,13 @@ def test_a_key_written_twice_fails_as_the_checking_parse_says(
     assert not (tmp_path / "report").read_text(encoding="utf-8")  # no report half-written
 
 
+def _as_json(snapshot: Path, clone: Path, tmp_path: Path) -> list[str]:
+    """--all -o json over test_all's fleet, its snapshot written as a JSON stream."""
+    docs = yamlio.load_documents(snapshot.read_bytes(), str(snapshot))
+    written = _write_json(tmp_path / "fleet.json", docs)
+    return ["--all", "-o", "json", "--snapshot", str(written), "--repo-root", str(clone)]
+
+
 def test_a_reading_that_cannot_be_proven_is_read_again(
     run_cli: Callable[..., Result],
     repo: Path,  # noqa: F811
@@ -119,9 +126,7 @@ def test_a_reading_that_cannot_be_proven_is_read_again(
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    docs = yamlio.load_documents(fleet_snapshot.read_bytes(), str(fleet_snapshot))
-    snapshot = _write_json(tmp_path / "fleet.json", docs)
-    args = ["--all", "-o", "json", "--snapshot", str(snapshot), "--repo-root", str(repo)]
+    args = _as_json(fleet_snapshot, repo, tmp_path)
     plain = run_cli(args)  # small: the checking parse only
     monkeypatch.setattr(yamlio, "FAST_JSON_CHARS", 0)
     proofs: list[bool] = []
@@ -151,8 +156,7 @@ def test_a_run_leaves_the_snapshot_as_it_was_read(
     """The check may run after apps were compared (the first one, before the fork; others,
     when an error makes it run last): comparing must leave the objects read as they were, or
     the proof would fail and the snapshot be read twice."""
-    docs = yamlio.load_documents(fleet_snapshot.read_bytes(), str(fleet_snapshot))
-    snapshot = _write_json(tmp_path / "fleet.json", docs)
+    args = _as_json(fleet_snapshot, repo, tmp_path)
     monkeypatch.setattr(yamlio, "FAST_JSON_CHARS", 0)
     proofs: list[object] = []
     real = yamlio._proof
@@ -162,7 +166,6 @@ def test_a_run_leaves_the_snapshot_as_it_was_read(
         return proofs[-1]
 
     monkeypatch.setattr(yamlio, "_proof", counted)
-    args = ["--all", "-o", "json", "--snapshot", str(snapshot), "--repo-root", str(repo)]
     assert run_cli(args).exit_code == ExitCode.DRIFT
     assert len(proofs) == 1
     assert proofs[0] is not None  # proven: read once
