@@ -49,18 +49,6 @@ def _reference_claims(
     return out
 
 
-def _reference_plurals(objects: Sequence[model.Body]) -> dict[tuple[str, str], str]:
-    out: dict[tuple[str, str], str] = {}
-    for body in objects:
-        if body.get("kind") != "CustomResourceDefinition":
-            continue
-        spec = body.get("spec") or {}
-        names = spec.get("names") or {}
-        if spec.get("group") and names.get("kind") and names.get("plural"):
-            out[(str(spec["group"]), str(names["kind"]))] = str(names["plural"])
-    return out
-
-
 def _reference(live: Sequence[model.Manifest], cfg: model.Settings) -> dict[str, Any]:
     roots: dict[str | None, list[model.Manifest]] = {}
     kinds: dict[tuple[str, str], list[model.Manifest]] = {}
@@ -72,7 +60,7 @@ def _reference(live: Sequence[model.Manifest], cfg: model.Settings) -> dict[str,
     return {
         "by_key": {m.key: m for m in live},
         "roots": roots,
-        "plurals": _reference_plurals([m.body for m in live]),
+        "plurals": rbac.plurals_from(m.body for m in live),  # every body, not CRDs by kind
         "events": tuple(
             m.body for m in live if m.key.kind == "Event" and m.key.group in ("", "events.k8s.io")
         ),
