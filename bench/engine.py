@@ -46,19 +46,14 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 sys.path.insert(0, str(HERE))
-import generate  # noqa: E402
+import strategies  # noqa: E402
 
 from kubectl_gitdrift import (  # noqa: E402
-    application,
     attribution,
     defaults,
     engine,
     model,
-    openapi,
     plugins,
-    schema,
-    snapshot,
-    workflow,
 )
 
 
@@ -164,59 +159,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--strategy", choices=("legacy", "both"), default="legacy")
     args = parser.parse_args(argv)
     gc.disable()  # as cli.main does for an offline run
-    scenario = generate.SCENARIOS["one-app-2000"]
-    fixture, _meta = generate.ensure(scenario, args.out / "fixtures")
-    state = snapshot.load(fixture / "snapshot.json")
-    body = state.applications[0]
-    app = application.parse_application(body)
-    settings = workflow.settings_of(state)
-    rendered = generate.render_overlay(app.name, scenario.units)
-    desired = [model.Manifest(model.ObjectKey.of(b), b, "apps/overlay") for b in rendered]
+    one = strategies.one_app(args.out)
+    state, desired = one.state, one.desired
     pm = plugins.make_plugin_manager(entry_points=False)
-    types = schema.Schema(openapi.load_builtin_definitions())
-    opts = engine.Options(schema=types, defaults=defaults.apply_defaults)
-    revision = str((body.get("status") or {}).get("sync", {}).get("revision") or "")
-
-    def inputs(which: model.Application, objects: Any, live: Any) -> engine.Inputs:
-        return engine.Inputs(
-            app=which,
-            settings=settings,
-            desired=objects,
-            live=live,
-            revision=revision,
-            source="bench",
-            index=engine.LiveIndex.of(live, settings),
-        )
-
+    opts = engine.Options(schema=one.types, defaults=defaults.apply_defaults)
     first = cProfile.Profile() if args.profile else None
     legacy = record(
-        inputs(app, desired, state.objects), pm, opts, ["kubectl_gitdrift.diff.compare"], first
+        one.inputs(one.app, desired, state.objects),
+        pm,
+        opts,
+        ["kubectl_gitdrift.diff.compare"],
+        first,
     )
     runs = {"legacy": legacy}
     if args.strategy == "both":
-        import strategies
-
-        ssa_app = dataclasses.replace(
-            app,
-            sync_policy=dataclasses.replace(
-                app.sync_policy, sync_options=("ServerSideApply=true",)
-            ),
-        )
-        ssa_desired = [
-            model.Manifest(
-                m.key, strategies.with_claim_types(json.loads(json.dumps(m.body))), m.origin
-            )
-            for m in desired
-        ]
-        by_key = {m.key: m.body for m in ssa_desired}
-        ssa_live = tuple(
-            model.Manifest(
-                m.key, strategies.server_side(m.body, by_key.get(m.key), types), m.origin
-            )
-            for m in state.objects
-        )
         runs["structured-merge"] = record(
-            inputs(ssa_app, ssa_desired, ssa_live),
+            one.inputs(*one.as_server_side()),
             pm,
             opts,
             ["kubectl_gitdrift.compare.structured.compare", "kubectl_gitdrift.diff.compare"],

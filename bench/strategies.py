@@ -90,6 +90,70 @@ def server_side(
     return out
 
 
+@dataclasses.dataclass(frozen=True)
+class OneApp:
+    """The one-app-2000 fixture as this script and bench/engine.py run it: the snapshot, its
+    Application, and the overlay as generate.py renders it (no kustomize)."""
+
+    state: snapshot.ClusterState
+    app: model.Application
+    settings: model.Settings
+    desired: list[model.Manifest]
+    types: schema.Schema
+    revision: str
+
+    def inputs(self, app: model.Application, desired: Any, live: Any) -> engine.Inputs:
+        return engine.Inputs(
+            app=app,
+            settings=self.settings,
+            desired=desired,
+            live=live,
+            revision=self.revision,
+            source="bench",
+            index=engine.LiveIndex.of(live, self.settings),
+        )
+
+    def as_server_side(
+        self,
+    ) -> tuple[model.Application, list[model.Manifest], tuple[model.Manifest, ...]]:
+        """The Application with ServerSideApply=true, and its objects as a server-side apply
+        sync leaves them (git's with claim types, live's `server_side`)."""
+        app = dataclasses.replace(
+            self.app,
+            sync_policy=dataclasses.replace(
+                self.app.sync_policy, sync_options=("ServerSideApply=true",)
+            ),
+        )
+        desired = [
+            model.Manifest(m.key, with_claim_types(json.loads(json.dumps(m.body))), m.origin)
+            for m in self.desired
+        ]
+        by_key = {m.key: m.body for m in desired}
+        live = tuple(
+            model.Manifest(m.key, server_side(m.body, by_key.get(m.key), self.types), m.origin)
+            for m in self.state.objects
+        )
+        return app, desired, live
+
+
+def one_app(out: Path) -> OneApp:
+    """The one-app-2000 fixture, generated under OUT/fixtures on first use."""
+    scenario = generate.SCENARIOS["one-app-2000"]
+    fixture, _meta = generate.ensure(scenario, out / "fixtures")
+    state = snapshot.load(fixture / "snapshot.json")
+    body = state.applications[0]
+    app = application.parse_application(body)
+    rendered = generate.render_overlay(app.name, scenario.units)
+    return OneApp(
+        state=state,
+        app=app,
+        settings=workflow.settings_of(state),
+        desired=[model.Manifest(model.ObjectKey.of(b), b, "apps/overlay") for b in rendered],
+        types=schema.Schema(openapi.load_builtin_definitions()),
+        revision=str((body.get("status") or {}).get("sync", {}).get("revision") or ""),
+    )
+
+
 def timed(fn: Any, repeat: int) -> tuple[float, float, Any]:
     walls, cpus, result = [], [], None
     for _ in range(repeat):
@@ -105,46 +169,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=HERE / "out")
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args(argv)
-    scenario = generate.SCENARIOS["one-app-2000"]
-    fixture, _meta = generate.ensure(scenario, args.out / "fixtures")
-    state = snapshot.load(fixture / "snapshot.json")
-    body = state.applications[0]
-    app = application.parse_application(body)
-    settings = workflow.settings_of(state)
-    rendered = generate.render_overlay(app.name, scenario.units)
-    desired = [model.Manifest(model.ObjectKey.of(b), b, "apps/overlay") for b in rendered]
+    one = one_app(args.out)
     pm = plugins.make_plugin_manager(entry_points=False)
-    types = schema.Schema(openapi.load_builtin_definitions())
-    options = engine.Options(schema=types, defaults=defaults.apply_defaults)
-    revision = str((body.get("status") or {}).get("sync", {}).get("revision") or "")
-    ssa_app = dataclasses.replace(
-        app,
-        sync_policy=dataclasses.replace(app.sync_policy, sync_options=("ServerSideApply=true",)),
-    )
-    ssa_desired = [
-        model.Manifest(m.key, with_claim_types(json.loads(json.dumps(m.body))), m.origin)
-        for m in desired
-    ]
-    by_key = {m.key: m.body for m in ssa_desired}
-    ssa_live = tuple(
-        model.Manifest(m.key, server_side(m.body, by_key.get(m.key), types), m.origin)
-        for m in state.objects
-    )
+    options = engine.Options(schema=one.types, defaults=defaults.apply_defaults)
     runs = {
-        "legacy": (app, desired, state.objects),
-        "structured-merge": (ssa_app, ssa_desired, ssa_live),
+        "legacy": (one.app, one.desired, one.state.objects),
+        "structured-merge": one.as_server_side(),
     }
     results: dict[str, dict[str, Any]] = {}
     for name, (which, objects, live) in runs.items():
-        inputs = engine.Inputs(
-            app=which,
-            settings=settings,
-            desired=objects,
-            live=live,
-            revision=revision,
-            source="bench",
-            index=engine.LiveIndex.of(live, settings),
-        )
+        inputs = one.inputs(which, objects, live)
         wall, cpu, report = timed(lambda i=inputs: engine.run(i, pm, options), args.repeat)
         verdicts = sorted(
             (d.key.display(), d.status.value)
