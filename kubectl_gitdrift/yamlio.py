@@ -140,11 +140,12 @@ def load_documents(
     Empty documents are skipped. `name` is what error messages call the input (a repo-relative path,
     a flag value). Raises `error` (SourceError unless told) with a one-line message.
 
-    `checks`: a big JSON text read fast (`_fast_read`) is proven the same as the checking parse
-    later, by the check appended here, which raises Unproven unless it is: the caller runs it
+    `checks`: big JSON bytes read fast (`_fast_bytes`) are proven the same as the checking parse
+    later, by the check appended here, which raises Unproven unless they are: the caller runs it
     before it shows anything of the result (with --all, beside the compare processes), and on
     Unproven reads the text again without `checks`, which then raises or returns what the
-    checking parse does. Nothing is appended when the text was read the checking way.
+    checking parse does. Nothing is appended for a text given as a string (proven at once, if
+    read fast), nor when the bytes were read the checking way.
     """
     return [doc for _index, doc, _item in _indexed(text, name, error, checks)]
 
@@ -263,12 +264,14 @@ def _parse(
     checks: list[Callable[[], None]] | None = None,
 ) -> list[Any]:
     with _gc_paused:
+        try_fast = True
         if checks is not None and isinstance(text, bytes):
             read = _fast_bytes(text, name, checks)
             if read is not None:
                 return read
+            try_fast = False  # msgspec refused them, or they are no big JSON: not again
         text = _text(text, name, error)
-        docs = _load_json(text, name, error, checks)
+        docs = _load_json(text, name, error, try_fast=try_fast)
         if docs is None:
             docs = _load_yaml(text, name, error)
         return docs
@@ -351,22 +354,14 @@ def _decode(data: bytes, name: str, error: type[GitDriftError]) -> str:
 
 
 def _load_json(
-    text: str,
-    name: str,
-    error: type[GitDriftError],
-    checks: list[Callable[[], None]] | None = None,
+    text: str, name: str, error: type[GitDriftError], *, try_fast: bool = True
 ) -> list[Any] | None:
     """Documents of a JSON text (one value or a stream of them), or None when the text is not
-    JSON (then it is read as YAML, which reports the error with a line number)."""
+    JSON (then it is read as YAML, which reports the error with a line number). `try_fast`: a
+    big text may be read by msgspec first (`_fast_json`)."""
     if not text.lstrip(" \t\r\n").startswith(("{", "[")):
         return None
-    big = len(text) >= FAST_JSON_CHARS
-    if big and checks is not None:
-        read = _fast_read(text)
-        if read is not None:
-            checks.append(functools.partial(_check_later, text, read, name))
-            return read
-    fast = _fast_json(text) if big and checks is None else None
+    fast = _fast_json(text) if try_fast and len(text) >= FAST_JSON_CHARS else None
     if fast is not None:
         read, deep = fast
         for index, doc in enumerate(read if deep else (), 1):
@@ -504,14 +499,13 @@ def _proof(text: str, docs: list[Any]) -> _Proof | None:
     return _Proof(deep)
 
 
-def _check_later(text: str | bytes, docs: list[Any], name: str) -> None:
-    """A check `_load_json` (or `_fast_bytes`) deferred: Unproven unless the checking parse
-    would have returned `docs` as they are, without an error."""
-    if isinstance(text, bytes):
-        try:
-            text = text.decode("utf-8")  # as _text decodes it; msgspec read the same text
-        except UnicodeDecodeError:
-            raise Unproven(name) from None
+def _check_later(data: bytes, docs: list[Any], name: str) -> None:
+    """The check `_fast_bytes` deferred: Unproven unless the checking parse would have returned
+    `docs` as they are, without an error."""
+    try:
+        text = data.decode("utf-8")  # as _text decodes it; msgspec read the same text
+    except UnicodeDecodeError:
+        raise Unproven(name) from None
     proof = _proof(text, docs) if _countable(text) else None
     if proof is None or (proof.deep and any(map(_depth_exceeds, docs))):
         raise Unproven(name)
