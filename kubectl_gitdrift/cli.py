@@ -387,6 +387,7 @@ def _evaluate_checking(
             progress(f"indexing {len(state.objects)} live objects")
             live_index = engine.LiveIndex.of(state.objects, settings)
             _keep(live_index)
+        write = report.app_json if args.all and _writes_json(args) else None
         compared = workflow.run_all(
             targets,
             state,
@@ -398,13 +399,13 @@ def _evaluate_checking(
             live_index,
             progress,
             bodies=_reads_bodies(args, renderers),
-            write=report.app_json if args.all and _writes_json(args) else None,
+            write=write,
             beside=prove,  # while the children compare: is the snapshot read right?
         )
 
     result = model.Report(applications=tuple(c.report for c in compared), mode=mode)
-    texts = [c.text for c in compared]
-    app_texts = None if None in texts else [t for t in texts if t is not None]
+    # every app's text, when written (dumps_report_json checks that none is missing)
+    app_texts = None if write is None else [c.text for c in compared if c.text is not None]
     return result, targets, renderers, app_texts
 
 
@@ -531,7 +532,7 @@ def _render_all(
                 if t.error is not None
             ],
         }
-        if app_texts is not None and _writes_json(args):
+        if app_texts is not None:  # --all -o json: each app written where it was compared
             return report.dumps_report_json(result, app_texts, extra)
         doc = {**report.to_dict(result), **extra}
         if args.query:

@@ -233,10 +233,10 @@ class _Pool:
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(pid, signal.SIGKILL)
             with contextlib.suppress(ChildProcessError):
-                if kill or os.waitpid(pid, os.WNOHANG) == (0, 0):
+                if kill:
+                    os.waitpid(pid, 0)
+                elif os.waitpid(pid, os.WNOHANG) == (0, 0):
                     _exiting.append(pid)
-        if kill:
-            reap()
 
 
 _exiting: list[int] = []
