@@ -13,7 +13,6 @@ import pluggy
 from kubectl_gitdrift import (
     attribution,
     audit,
-    compare,
     diagnosis,
     diff,
     fields,
@@ -24,6 +23,7 @@ from kubectl_gitdrift import (
     tracking,
 )
 from kubectl_gitdrift.compare import legacy, structured
+from kubectl_gitdrift.compare import strategies as compare
 
 
 @dataclass(frozen=True)

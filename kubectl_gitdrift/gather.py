@@ -18,7 +18,6 @@ from typing import Any, TextIO
 
 from kubectl_gitdrift import (
     application,
-    compare,
     diff,
     model,
     normalize,
@@ -28,6 +27,7 @@ from kubectl_gitdrift import (
     tracking,
     workflow,
 )
+from kubectl_gitdrift.compare import strategies as compare
 from kubectl_gitdrift.errors import AppError, ClusterError, GitDriftError
 
 #: Overrides for cluster.Config (tests shorten backoffs and page sizes here).

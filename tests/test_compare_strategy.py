@@ -11,7 +11,8 @@ from typing import Any
 
 import pytest
 
-from kubectl_gitdrift import application, compare, model, remedies
+from kubectl_gitdrift import application, model, remedies
+from kubectl_gitdrift.compare import strategies as compare
 from tests.apiserver import kube_apiserver  # noqa: F401 - the fixture
 from tests.conftest import TESTDATA
 

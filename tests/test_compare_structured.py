@@ -12,7 +12,8 @@ import pytest
 import yaml
 
 from kubectl_gitdrift import defaults, diff, model, openapi, schema
-from kubectl_gitdrift.compare import MANAGER, Choice, serverside, smd, structured
+from kubectl_gitdrift.compare import serverside, smd, structured
+from kubectl_gitdrift.compare.strategies import MANAGER, Choice
 from tests.conftest import TESTDATA
 
 SCHEMA = schema.Schema(openapi.load_builtin_definitions("1.33"))

@@ -17,7 +17,8 @@ from __future__ import annotations
 from typing import Any
 
 from kubectl_gitdrift import diff, model, normalize
-from kubectl_gitdrift.compare import MANAGER, smd, structured
+from kubectl_gitdrift.compare import smd, structured
+from kubectl_gitdrift.compare.strategies import MANAGER
 
 
 def compare(

@@ -21,7 +21,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kubectl_gitdrift import diff, model, normalize
-from kubectl_gitdrift.compare import MANAGER, Choice, smd
+from kubectl_gitdrift.compare import smd
+from kubectl_gitdrift.compare.strategies import MANAGER, Choice
 from kubectl_gitdrift.normalize import Node
 from kubectl_gitdrift.schema import Schema
 
