@@ -48,13 +48,8 @@ sys.path.insert(0, str(HERE.parent))
 sys.path.insert(0, str(HERE))
 import strategies  # noqa: E402
 
-from kubectl_gitdrift import (  # noqa: E402
-    attribution,
-    defaults,
-    engine,
-    model,
-    plugins,
-)
+from kubectl_gitdrift import attribution, engine, model, plugins  # noqa: E402
+from kubectl_gitdrift.compare import defaults  # noqa: E402
 
 
 @dataclasses.dataclass
@@ -168,7 +163,7 @@ def main(argv: list[str] | None = None) -> int:
         one.inputs(one.app, desired, state.objects),
         pm,
         opts,
-        ["kubectl_gitdrift.diff.compare"],
+        ["kubectl_gitdrift.compare.diff.compare"],
         first,
     )
     runs = {"legacy": legacy}
@@ -177,7 +172,10 @@ def main(argv: list[str] | None = None) -> int:
             one.inputs(*one.as_server_side()),
             pm,
             opts,
-            ["kubectl_gitdrift.compare.structured.compare", "kubectl_gitdrift.diff.compare"],
+            [
+                "kubectl_gitdrift.compare.structured.compare",
+                "kubectl_gitdrift.compare.diff.compare",
+            ],
         )
 
     live_by_key = {m.key: m.body for m in state.objects}

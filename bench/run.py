@@ -118,7 +118,7 @@ TIMERS: tuple[tuple[str, str, str], ...] = (
     ("compare: every app (workflow.run_one)", "kubectl_gitdrift.workflow", "run_one"),
     ("  engine.run", "kubectl_gitdrift.engine", "run"),
     ("    prepare desired", "kubectl_gitdrift.tracking", "prepare_desired"),
-    ("    normalize+diff (diff.compare)", "kubectl_gitdrift.diff", "compare"),
+    ("    normalize+diff (diff.compare)", "kubectl_gitdrift.compare.diff", "compare"),
     ("    attribute", "kubectl_gitdrift.attribution", "attribute"),
     ("    attribution clues", "kubectl_gitdrift.attribution", "gather"),
     ("    diagnose", "kubectl_gitdrift.diagnosis", "diagnose"),

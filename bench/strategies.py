@@ -31,18 +31,13 @@ sys.path.insert(0, str(HERE.parent))
 sys.path.insert(0, str(HERE))
 import generate  # noqa: E402
 
-from kubectl_gitdrift import (  # noqa: E402
-    application,
+from kubectl_gitdrift import application, engine, model, plugins, snapshot, workflow  # noqa: E402
+from kubectl_gitdrift.compare import (  # noqa: E402
     defaults,
-    engine,
-    model,
     openapi,
-    plugins,
     schema,
-    snapshot,
-    workflow,
+    smd,
 )
-from kubectl_gitdrift.compare import smd  # noqa: E402
 
 LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
 TRACKING = "argocd.argoproj.io/tracking-id"

@@ -24,7 +24,8 @@ from typing import Any
 
 import pluggy
 
-from kubectl_gitdrift import audit, fields, hookspecs, model, rbac
+from kubectl_gitdrift import audit, hookspecs, model, rbac
+from kubectl_gitdrift.compare import fields
 
 ARGOCD_MANAGERS = model.ARGOCD_MANAGERS
 

@@ -20,7 +20,8 @@ from typing import Any
 
 import yaml
 
-from kubectl_gitdrift import color, diff, model
+from kubectl_gitdrift import color, model
+from kubectl_gitdrift.compare import diff
 
 __all__ = ["render_diff"]
 

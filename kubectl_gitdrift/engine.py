@@ -14,15 +14,13 @@ from kubectl_gitdrift import (
     attribution,
     audit,
     diagnosis,
-    diff,
-    fields,
     hookspecs,
     model,
     rbac,
     remedies,
     tracking,
 )
-from kubectl_gitdrift.compare import legacy, structured
+from kubectl_gitdrift.compare import diff, fields, legacy, structured
 from kubectl_gitdrift.compare import strategies as compare
 
 

@@ -16,17 +16,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
-from kubectl_gitdrift import (
-    application,
-    diff,
-    model,
-    normalize,
-    openapi,
-    schema,
-    snapshot,
-    tracking,
-    workflow,
-)
+from kubectl_gitdrift import application, model, snapshot, tracking, workflow
+from kubectl_gitdrift.compare import diff, normalize, openapi, schema
 from kubectl_gitdrift.compare import strategies as compare
 from kubectl_gitdrift.errors import AppError, ClusterError, GitDriftError
 

@@ -24,18 +24,16 @@ from kubectl_gitdrift import (
     application,
     attribution,
     audit,
-    defaults,
     engine,
     fanout,
     hookspecs,
     model,
-    openapi,
     plugins,
     remedies,
-    schema,
     shard,
     snapshot,
 )
+from kubectl_gitdrift.compare import defaults, openapi, schema
 from kubectl_gitdrift.errors import (
     AppError,
     GitDriftError,

@@ -5,8 +5,9 @@ from __future__ import annotations
 import cabundle
 import pytest
 
-from kubectl_gitdrift import Manifest, ObjectKey, normalize
-from kubectl_gitdrift.normalize import ActiveRule
+from kubectl_gitdrift import Manifest, ObjectKey
+from kubectl_gitdrift.compare import normalize
+from kubectl_gitdrift.compare.normalize import ActiveRule
 
 
 def _obj(api: str, kind: str, annotations: dict[str, str], **rest: object) -> Manifest:

@@ -9,16 +9,14 @@ from pathlib import Path
 from kubectl_gitdrift import (
     application,
     audit,
-    defaults,
     engine,
     hookspecs,
     model,
-    openapi,
     plugins,
-    schema,
     snapshot,
     workflow,
 )
+from kubectl_gitdrift.compare import defaults, openapi, schema
 from kubectl_gitdrift.sources import render as source_render
 
 

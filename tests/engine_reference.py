@@ -10,8 +10,9 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from kubectl_gitdrift import model, quantity
-from kubectl_gitdrift.normalize import _NOT_OMITEMPTY, _POINTER_BOOLS, _POINTER_INTS, Node
+from kubectl_gitdrift import model
+from kubectl_gitdrift.compare import quantity
+from kubectl_gitdrift.compare.normalize import _NOT_OMITEMPTY, _POINTER_BOOLS, _POINTER_INTS, Node
 
 _MISSING = object()
 
@@ -470,7 +471,7 @@ def _remarshal_at(body: Any, path: Sequence[str], node: Node) -> None:
 
 import json
 from dataclasses import replace
-from kubectl_gitdrift import normalize
+from kubectl_gitdrift.compare import normalize
 
 MASK_SEED = 8
 MASK = "+" * MASK_SEED

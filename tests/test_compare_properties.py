@@ -10,8 +10,7 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kubectl_gitdrift import openapi, schema
-from kubectl_gitdrift.compare import smd
+from kubectl_gitdrift.compare import openapi, schema, smd
 
 SCHEMA = schema.Schema(openapi.load_builtin_definitions("1.33"))
 DEPLOY = smd.of(SCHEMA.root("apps", "v1", "Deployment"))

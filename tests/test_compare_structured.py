@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 import yaml
 
-from kubectl_gitdrift import defaults, diff, model, openapi, schema
-from kubectl_gitdrift.compare import serverside, smd, structured
+from kubectl_gitdrift import model
+from kubectl_gitdrift.compare import defaults, diff, openapi, schema, serverside, smd, structured
 from kubectl_gitdrift.compare.strategies import MANAGER, Choice
 from tests.conftest import TESTDATA
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from kubectl_gitdrift.defaults import apply_defaults, has_defaults, image_pull_policy
+from kubectl_gitdrift.compare.defaults import apply_defaults, has_defaults, image_pull_policy
 
 REFERENCE = Path(__file__).resolve().parents[1] / "testdata" / "apiserver"
 LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"

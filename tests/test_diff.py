@@ -9,10 +9,11 @@ from typing import Any
 
 import pytest
 
-from kubectl_gitdrift import defaults, diff, difftext, model
-from kubectl_gitdrift.normalize import LAST_APPLIED
-from kubectl_gitdrift.openapi import load_builtin_definitions
-from kubectl_gitdrift.schema import Node, Schema
+from kubectl_gitdrift import difftext, model
+from kubectl_gitdrift.compare import defaults, diff
+from kubectl_gitdrift.compare.normalize import LAST_APPLIED
+from kubectl_gitdrift.compare.openapi import load_builtin_definitions
+from kubectl_gitdrift.compare.schema import Node, Schema
 
 REFERENCE = Path(__file__).resolve().parents[1] / "testdata" / "apiserver"
 

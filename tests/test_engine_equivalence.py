@@ -12,10 +12,10 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kubectl_gitdrift import diff, model, normalize, quantity
-from kubectl_gitdrift.compare import smd
-from kubectl_gitdrift.openapi import load_builtin_definitions
-from kubectl_gitdrift.schema import Schema
+from kubectl_gitdrift import model
+from kubectl_gitdrift.compare import diff, normalize, quantity, smd
+from kubectl_gitdrift.compare.openapi import load_builtin_definitions
+from kubectl_gitdrift.compare.schema import Schema
 from tests import engine_reference as ref
 
 SCHEMA = Schema(load_builtin_definitions("1.33"))

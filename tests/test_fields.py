@@ -6,7 +6,8 @@ from typing import Any
 
 import pytest
 
-from kubectl_gitdrift import fields, model
+from kubectl_gitdrift import model
+from kubectl_gitdrift.compare import fields
 
 TRIE: dict[str, Any] = {
     "f:metadata": {"f:labels": {".": {}, "f:app": {}}},

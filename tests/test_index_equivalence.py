@@ -14,7 +14,8 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kubectl_gitdrift import engine, fields, model, rbac, tracking
+from kubectl_gitdrift import engine, model, rbac, tracking
+from kubectl_gitdrift.compare import fields
 
 # ------------------------------------------------------------------------------- reference
 

@@ -8,9 +8,10 @@ from typing import Any
 
 import pytest
 
-from kubectl_gitdrift import model, normalize
-from kubectl_gitdrift.openapi import load_builtin_definitions
-from kubectl_gitdrift.schema import Node, Schema
+from kubectl_gitdrift import model
+from kubectl_gitdrift.compare import normalize
+from kubectl_gitdrift.compare.openapi import load_builtin_definitions
+from kubectl_gitdrift.compare.schema import Node, Schema
 
 
 @pytest.fixture(scope="module")

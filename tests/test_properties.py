@@ -12,9 +12,10 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kubectl_gitdrift import defaults, diff, model, normalize
-from kubectl_gitdrift.openapi import load_builtin_definitions
-from kubectl_gitdrift.schema import Schema
+from kubectl_gitdrift import model
+from kubectl_gitdrift.compare import defaults, diff, normalize
+from kubectl_gitdrift.compare.openapi import load_builtin_definitions
+from kubectl_gitdrift.compare.schema import Schema
 from tests.conftest import TESTDATA, load_make_repo
 
 SCENARIOS = sorted(p for p in (TESTDATA / "scenarios").iterdir() if (p / "repo-src").is_dir())

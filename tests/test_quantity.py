@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from kubectl_gitdrift.quantity import canonical, canonical_resource, is_quantity
+from kubectl_gitdrift.compare.quantity import canonical, canonical_resource, is_quantity
 
 # TestQuantityParse: input -> what Go's String() prints for the parsed value
 PARSE = [

@@ -10,12 +10,12 @@ from typing import Any
 
 import pytest
 
-from kubectl_gitdrift.openapi import (
+from kubectl_gitdrift.compare.openapi import (
     available_versions,
     definitions_from_openapi_v3,
     load_builtin_definitions,
 )
-from kubectl_gitdrift.schema import QUANTITY, Node, Schema
+from kubectl_gitdrift.compare.schema import QUANTITY, Node, Schema
 
 REFERENCE = Path(__file__).resolve().parents[1] / "testdata" / "apiserver"
 APPS_V1_DOC = REFERENCE / "openapi-02-v3-apis-apps-v1.json"

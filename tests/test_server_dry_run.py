@@ -650,7 +650,8 @@ def test_cluster_dry_run_apply_gives_the_servers_answer(
 def test_the_applied_object_is_normalized_as_argo_cd_normalizes_it() -> None:
     """gitops-engine remarshals the config through its Go type and Normalizes it (no ignore
     rules) before the dry-run: what the server is asked to apply."""
-    from kubectl_gitdrift import model, openapi, schema
+    from kubectl_gitdrift import model
+    from kubectl_gitdrift.compare import openapi, schema
 
     types = schema.Schema(openapi.load_builtin_definitions())
     deployment: Obj = {

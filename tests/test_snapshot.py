@@ -196,7 +196,7 @@ def test_secret_fingerprints() -> None:
 
 def test_reduce_definitions_keeps_what_the_kinds_reference() -> None:
     doc = json.loads((TESTDATA / "apiserver" / "openapi-02-v3-apis-apps-v1.json").read_text())
-    from kubectl_gitdrift import openapi
+    from kubectl_gitdrift.compare import openapi
 
     definitions = openapi.definitions_from_openapi_v3(doc)
     reduced = snapshot.reduce_definitions(definitions, {("apps", "v1", "Deployment")})

@@ -26,7 +26,7 @@ Each archive ``dist/kubectl-gitdrift-v<version>-<os>-<arch>.tar.gz`` holds:
 - ``LICENSE`` and ``README.md``.
 
 kubernetes-validate ships ~108 MB of schemas; only the ``_definitions.json`` of the newest
-``--keep-schemas`` Kubernetes minors are kept (kubectl_gitdrift/openapi.py reads nothing else),
+``--keep-schemas`` Kubernetes minors are kept (kubectl_gitdrift/compare/openapi.py reads nothing else),
 and the build checks that the default version openapi.py asks for still resolves the same way.
 
 A (platform, Python) pair without wheels for every dependency is recorded as such in the lock and
@@ -592,7 +592,7 @@ def _version_key(text: str) -> tuple[int, int, int | None]:
 
 
 def _pick(versions: Sequence[tuple[int, int, int]], requested: str) -> tuple[int, int, int]:
-    """The same choice kubectl_gitdrift.openapi._pick makes."""
+    """The same choice kubectl_gitdrift.compare.openapi._pick makes."""
     major, minor, patch = _version_key(requested)
     limit = (major, minor, patch if patch is not None else 10**9)
     older = [v for v in sorted(versions) if v <= limit]
@@ -600,9 +600,9 @@ def _pick(versions: Sequence[tuple[int, int, int]], requested: str) -> tuple[int
 
 
 def default_kube_version() -> str:
-    """The version kubectl_gitdrift.openapi.load_builtin_definitions() asks for by default (read
+    """The version kubectl_gitdrift.compare.openapi.load_builtin_definitions() asks for by default (read
     from the source: the build's Python need not be able to import the package)."""
-    source = (ROOT / "kubectl_gitdrift" / "openapi.py").read_text()
+    source = (ROOT / "kubectl_gitdrift" / "compare" / "openapi.py").read_text()
     constants = {}
     for node in ast.parse(source).body:
         if isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant):
@@ -640,7 +640,7 @@ def unpack_kubernetes_validate(
     wheel: Path, site: Path, keep_schemas: int, kube_default: str
 ) -> list[str]:
     """Unpack kubernetes-validate's code and only the newest `keep_schemas` minors'
-    `_definitions.json` (kubectl_gitdrift/openapi.py reads nothing else), instead of its 108 MB
+    `_definitions.json` (kubectl_gitdrift/compare/openapi.py reads nothing else), instead of its 108 MB
     of schemas. Checks that the default version openapi.py asks for resolves the same way."""
     with zipfile.ZipFile(wheel) as zf:
         names = zf.namelist()
@@ -659,7 +659,7 @@ def unpack_kubernetes_validate(
         if _pick(kept, kube_default) != _pick(every, kube_default):
             raise BuildError(
                 f"keeping {len(kept)} schema versions drops Kubernetes {kube_default}, the "
-                "default of kubectl_gitdrift.openapi: raise --keep-schemas"
+                "default of kubectl_gitdrift.compare.openapi: raise --keep-schemas"
             )
         wanted = {f"{SCHEMA_DIR}/{versions[v]}/_definitions.json" for v in kept}
         for name in names:

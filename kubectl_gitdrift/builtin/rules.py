@@ -24,16 +24,8 @@ from collections.abc import Iterator, Sequence
 from datetime import timedelta
 from typing import Any
 
-from kubectl_gitdrift import (
-    attribution,
-    audit,
-    diagnosis,
-    diff,
-    model,
-    rbac,
-    syncwindows,
-    tracking,
-)
+from kubectl_gitdrift import attribution, audit, diagnosis, model, rbac, syncwindows, tracking
+from kubectl_gitdrift.compare import diff
 from kubectl_gitdrift.hookspecs import RegisterRule, RuleContext, hookimpl
 from kubectl_gitdrift.model import Finding, ResourceStatus, Severity
 

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from kubectl_gitdrift import diff, model
+from kubectl_gitdrift import model
+from kubectl_gitdrift.compare import diff
 
 
 def compare(

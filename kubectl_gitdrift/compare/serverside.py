@@ -16,8 +16,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from kubectl_gitdrift import diff, model, normalize
-from kubectl_gitdrift.compare import smd, structured
+from kubectl_gitdrift import model
+from kubectl_gitdrift.compare import diff, normalize, smd, structured
 from kubectl_gitdrift.compare.strategies import MANAGER
 
 

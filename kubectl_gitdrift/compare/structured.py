@@ -20,11 +20,11 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from kubectl_gitdrift import diff, model, normalize
-from kubectl_gitdrift.compare import smd
+from kubectl_gitdrift import model
+from kubectl_gitdrift.compare import diff, normalize, smd
+from kubectl_gitdrift.compare.normalize import Node
+from kubectl_gitdrift.compare.schema import Schema
 from kubectl_gitdrift.compare.strategies import MANAGER, Choice
-from kubectl_gitdrift.normalize import Node
-from kubectl_gitdrift.schema import Schema
 
 OBJECT_META = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"
 CRD_KEY = ("apiextensions.k8s.io", "CustomResourceDefinition")

@@ -14,8 +14,9 @@ from typing import Any, Protocol
 
 import dictdiffer
 
-from kubectl_gitdrift import model, normalize
-from kubectl_gitdrift.normalize import Node
+from kubectl_gitdrift import model
+from kubectl_gitdrift.compare import normalize
+from kubectl_gitdrift.compare.normalize import Node
 
 _MISSING = object()
 

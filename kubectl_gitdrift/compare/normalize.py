@@ -16,7 +16,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Protocol
 
-from kubectl_gitdrift import fields, model, quantity
+from kubectl_gitdrift import model
+from kubectl_gitdrift.compare import fields, quantity
 from kubectl_gitdrift.errors import AppError
 
 
