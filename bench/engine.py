@@ -48,8 +48,9 @@ sys.path.insert(0, str(HERE.parent))
 sys.path.insert(0, str(HERE))
 import strategies  # noqa: E402
 
-from kubectl_gitdrift import attribution, engine, model, plugins  # noqa: E402
+from kubectl_gitdrift import engine, model, plugins  # noqa: E402
 from kubectl_gitdrift.compare import defaults  # noqa: E402
+from kubectl_gitdrift.diagnose import attribution  # noqa: E402
 
 
 @dataclasses.dataclass

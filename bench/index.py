@@ -31,7 +31,8 @@ BEFORE = "d745c65"  # the last commit before the live index was reworked for iss
 CHILD = r"""
 import gc, json, statistics, sys, time
 from pathlib import Path
-from kubectl_gitdrift import application, engine, snapshot, tracking, workflow
+from kubectl_gitdrift import application, engine, snapshot, workflow
+from kubectl_gitdrift.diagnose import tracking
 
 state = snapshot.load(Path(sys.argv[1]))
 settings = workflow.settings_of(state)

@@ -22,7 +22,8 @@ from kubectl_gitdrift.errors import (
 )
 
 if TYPE_CHECKING:
-    from kubectl_gitdrift import color, model, plugins, progress, serve, snapshot, workflow
+    from kubectl_gitdrift import model, plugins, progress, serve, snapshot, workflow
+    from kubectl_gitdrift.present import color
 
 # Start-up: each command imports what it runs, in the function that runs it, so `version`,
 # `completion` and `--help` never load the engine, the sources, pluggy or YAML (issue 18; the
@@ -220,7 +221,7 @@ def _progress(args: argparse.Namespace, err: TextIO) -> progress.Silent:
 def _palette(args: argparse.Namespace, out: TextIO) -> color.Palette:
     """--color: `always` and `never` as said; `auto` colours a terminal unless NO_COLOR is set
     (no-color.org: present and not empty) or TERM=dumb."""
-    from kubectl_gitdrift import color
+    from kubectl_gitdrift.present import color
 
     if args.color == "never":
         return color.OFF
@@ -232,18 +233,19 @@ def _palette(args: argparse.Namespace, out: TextIO) -> color.Palette:
 
 
 def _compare(args: argparse.Namespace, out: TextIO, err: TextIO) -> ExitCode:
-    from kubectl_gitdrift import report
+    from kubectl_gitdrift.present import report
 
     started = time.monotonic()
     result, targets, renderers, app_texts = _evaluate(args, err)
     _keep(result, targets, app_texts)
     if args.write_patch is not None:
-        from kubectl_gitdrift import remedies
+        from kubectl_gitdrift.diagnose import remedies
 
         patches = "".join(remedies.patch(r.remedies) for r in result.applications)
         _write_atomically(args.write_patch, patches)
     if args.output == "openmetrics":
-        from kubectl_gitdrift import metrics, pushgateway
+        from kubectl_gitdrift import pushgateway
+        from kubectl_gitdrift.present import metrics
 
         info = metrics.RunInfo(
             duration_seconds=time.monotonic() - started,
@@ -263,7 +265,7 @@ def _compare(args: argparse.Namespace, out: TextIO, err: TextIO) -> ExitCode:
             result, show_suppressed=args.show_suppressed, palette=_palette(args, out)
         )
     elif args.output == "diff" and renderers["diff"].plugin == _BUILTIN_RENDERERS:
-        from kubectl_gitdrift import difftext
+        from kubectl_gitdrift.present import difftext
 
         text = difftext.render_diff(result, palette=_palette(args, out))
     else:
@@ -303,16 +305,9 @@ def _evaluate_checking(
     import dataclasses
     import tempfile
 
-    from kubectl_gitdrift import (
-        engine,
-        hookspecs,
-        model,
-        plugins,
-        rbac,
-        report,
-        snapshot,
-        workflow,
-    )
+    from kubectl_gitdrift import engine, hookspecs, model, plugins, snapshot, workflow
+    from kubectl_gitdrift.diagnose import rbac
+    from kubectl_gitdrift.present import report
     from kubectl_gitdrift.sources import auditlog as source_auditlog
 
     pm = plugins.make_plugin_manager(
@@ -519,7 +514,8 @@ def _render_all(
 ) -> str:
     """--all: one summary row per Application (text), or the full reports plus the skipped and
     failed ones (json/yaml/--query); `app_texts`: each app's JSON, written already."""
-    from kubectl_gitdrift import color, difftext, model, report
+    from kubectl_gitdrift import model
+    from kubectl_gitdrift.present import color, difftext, report
 
     palette = color.OFF if palette is None else palette
     by_name = {f"{a.namespace}/{a.name}": a for a in result.applications}

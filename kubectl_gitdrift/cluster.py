@@ -45,7 +45,7 @@ import httpx
 import kr8s
 import kr8s.asyncio
 
-from kubectl_gitdrift import rbac
+from kubectl_gitdrift.diagnose import rbac
 from kubectl_gitdrift.errors import ClusterError
 
 __all__ = ["Cluster", "Config", "Discovery", "DryRun", "Kind", "ListResult", "Query"]

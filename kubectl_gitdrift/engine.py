@@ -10,18 +10,11 @@ from dataclasses import dataclass, field, replace
 
 import pluggy
 
-from kubectl_gitdrift import (
-    attribution,
-    audit,
-    diagnosis,
-    hookspecs,
-    model,
-    rbac,
-    remedies,
-    tracking,
-)
+from kubectl_gitdrift import hookspecs, model
 from kubectl_gitdrift.compare import diff, fields, legacy, structured
 from kubectl_gitdrift.compare import strategies as compare
+from kubectl_gitdrift.diagnose import attribution, audit, rbac, remedies, tracking
+from kubectl_gitdrift.diagnose import rules as diagnosis
 
 
 @dataclass(frozen=True)

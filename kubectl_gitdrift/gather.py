@@ -16,9 +16,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
-from kubectl_gitdrift import application, model, snapshot, tracking, workflow
+from kubectl_gitdrift import application, model, snapshot, workflow
 from kubectl_gitdrift.compare import diff, normalize, openapi, schema
 from kubectl_gitdrift.compare import strategies as compare
+from kubectl_gitdrift.diagnose import tracking
 from kubectl_gitdrift.errors import AppError, ClusterError, GitDriftError
 
 #: Overrides for cluster.Config (tests shorten backoffs and page sizes here).

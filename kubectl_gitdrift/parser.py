@@ -57,7 +57,8 @@ def with_streams(parser: Parser, out: TextIO, err: TextIO) -> Parser:
 
 
 def build_parser(prog: str = "kubectl gitdrift") -> Parser:
-    from kubectl_gitdrift import plugins, rbac
+    from kubectl_gitdrift import plugins
+    from kubectl_gitdrift.diagnose import rbac
 
     parser = Parser(
         prog=prog,

@@ -17,8 +17,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, TextIO
 
-from kubectl_gitdrift import metrics, model
+from kubectl_gitdrift import model
 from kubectl_gitdrift.errors import GitDriftError, UsageError
+from kubectl_gitdrift.present import metrics
 
 
 @dataclass(frozen=True, slots=True)

@@ -31,7 +31,8 @@ from typing import Any
 
 import yaml
 
-from kubectl_gitdrift import application, model, tracking, yamlio
+from kubectl_gitdrift import application, model, yamlio
+from kubectl_gitdrift.diagnose import tracking
 from kubectl_gitdrift.errors import SnapshotError
 
 _SUFFIXES = (".yaml", ".yml", ".json", ".yaml.gz", ".yml.gz", ".json.gz")

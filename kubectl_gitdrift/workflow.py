@@ -20,20 +20,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from kubectl_gitdrift import (
-    application,
-    attribution,
-    audit,
-    engine,
-    fanout,
-    hookspecs,
-    model,
-    plugins,
-    remedies,
-    shard,
-    snapshot,
-)
+from kubectl_gitdrift import application, engine, fanout, hookspecs, model, plugins, shard, snapshot
 from kubectl_gitdrift.compare import defaults, openapi, schema
+from kubectl_gitdrift.diagnose import attribution, audit, remedies
 from kubectl_gitdrift.errors import (
     AppError,
     GitDriftError,

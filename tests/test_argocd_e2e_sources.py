@@ -16,7 +16,8 @@ from typing import Any
 
 import pytest
 
-from kubectl_gitdrift import application, model, tracking, yamlio
+from kubectl_gitdrift import application, model, yamlio
+from kubectl_gitdrift.diagnose import tracking
 from kubectl_gitdrift.errors import AppError, ExitCode, SourceError
 from kubectl_gitdrift.sources import config as render_config
 from kubectl_gitdrift.sources import directory, helm, kustomize

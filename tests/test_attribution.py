@@ -6,7 +6,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from kubectl_gitdrift import attribution, model
+from kubectl_gitdrift import model
+from kubectl_gitdrift.diagnose import attribution
 from tests.conftest import TESTDATA
 from tests.diagnose_helper import diagnose
 

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from kubectl_gitdrift import audit, model
+from kubectl_gitdrift import model
+from kubectl_gitdrift.diagnose import audit
 from kubectl_gitdrift.errors import UsageError
 from kubectl_gitdrift.sources import auditlog
 from tests.conftest import TESTDATA

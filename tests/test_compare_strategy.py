@@ -11,8 +11,9 @@ from typing import Any
 
 import pytest
 
-from kubectl_gitdrift import application, model, remedies
+from kubectl_gitdrift import application, model
 from kubectl_gitdrift.compare import strategies as compare
+from kubectl_gitdrift.diagnose import remedies
 from tests.apiserver import kube_apiserver  # noqa: F401 - the fixture
 from tests.conftest import TESTDATA
 

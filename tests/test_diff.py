@@ -9,11 +9,12 @@ from typing import Any
 
 import pytest
 
-from kubectl_gitdrift import difftext, model
+from kubectl_gitdrift import model
 from kubectl_gitdrift.compare import defaults, diff
 from kubectl_gitdrift.compare.normalize import LAST_APPLIED
 from kubectl_gitdrift.compare.openapi import load_builtin_definitions
 from kubectl_gitdrift.compare.schema import Node, Schema
+from kubectl_gitdrift.present import difftext
 
 REFERENCE = Path(__file__).resolve().parents[1] / "testdata" / "apiserver"
 

@@ -14,8 +14,9 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kubectl_gitdrift import engine, model, rbac, tracking
+from kubectl_gitdrift import engine, model
 from kubectl_gitdrift.compare import fields
+from kubectl_gitdrift.diagnose import rbac, tracking
 
 # ------------------------------------------------------------------------------- reference
 

@@ -10,7 +10,8 @@ from typing import Any
 import httpx
 import pytest
 
-from kubectl_gitdrift import model, rbac
+from kubectl_gitdrift import model
+from kubectl_gitdrift.diagnose import rbac
 from tests.apiserver import REFERENCE_DIR, load_objects, serve
 
 SA = rbac.CONTROLLER

@@ -12,7 +12,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from kubectl_gitdrift import cli, markdown, model, policies, remedies
+from kubectl_gitdrift import cli, model
+from kubectl_gitdrift.diagnose import policies, remedies
+from kubectl_gitdrift.present import markdown
 from tests.conftest import TESTDATA
 from tests.diagnose_helper import diagnose
 

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kubectl_gitdrift import report
+from kubectl_gitdrift.present import report
 from tests.conftest import TESTDATA
 
 SCENARIOS = sorted(p for p in (TESTDATA / "scenarios").iterdir() if p.is_dir())

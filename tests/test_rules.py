@@ -8,8 +8,9 @@ from datetime import datetime, timezone
 
 import pytest
 
-from kubectl_gitdrift import hookspecs, model, syncwindows, tracking
+from kubectl_gitdrift import hookspecs, model
 from kubectl_gitdrift.builtin import rules
+from kubectl_gitdrift.diagnose import syncwindows, tracking
 from tests.conftest import TESTDATA
 
 CODES = {

@@ -584,7 +584,8 @@ class _Quiet:
 
 def test_secret_values_from_a_dry_run_are_fingerprinted(tmp_path: Path) -> None:
     from kubectl_gitdrift import application as argo_application
-    from kubectl_gitdrift import model, snapshot, tracking
+    from kubectl_gitdrift import model, snapshot
+    from kubectl_gitdrift.diagnose import tracking
     from kubectl_gitdrift.sources import render as source_render
 
     marker = "s3cr3t-marker-value"

@@ -51,7 +51,7 @@ ENGINE = (
     "kubectl_gitdrift.model",
     "kubectl_gitdrift.sources",
     "kubectl_gitdrift.compare",
-    "kubectl_gitdrift.report",
+    "kubectl_gitdrift.present.report",
 )
 
 
@@ -118,7 +118,7 @@ OFFLINE_ABSENT = (
     "http.server",
     "kubectl_gitdrift.cluster",
     "kubectl_gitdrift.serve",
-    "kubectl_gitdrift.metrics",
+    "kubectl_gitdrift.present.metrics",
     "kubectl_gitdrift.pushgateway",
     "kubectl_gitdrift.completion",
     "tarfile",  # only a chart pull or a vendored chart archive is unpacked
@@ -165,7 +165,7 @@ LIVE_ABSENT = (
     "http.server",
     "jmespath",
     "kubectl_gitdrift.serve",
-    "kubectl_gitdrift.metrics",
+    "kubectl_gitdrift.present.metrics",
     "kubectl_gitdrift.pushgateway",
     "kubectl_gitdrift.completion",
     "kubectl_gitdrift.compare.serverside",  # the app compares with the legacy diff

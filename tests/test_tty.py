@@ -27,7 +27,9 @@ import pyte
 import pytest
 import yaml
 
-from kubectl_gitdrift import color, markdown, model, parser, progress, report, writers
+from kubectl_gitdrift import model, parser, progress
+from kubectl_gitdrift.present import color, markdown, report
+from kubectl_gitdrift.present import writtenby as writers
 from tests.apiserver import ServerFactory, kube_apiserver  # noqa: F401 - the fixture
 from tests.conftest import ROOT, load_script
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from kubectl_gitdrift import attribution, model
+from kubectl_gitdrift import model
+from kubectl_gitdrift.diagnose import attribution
 from kubectl_gitdrift.hookspecs import hookimpl
 
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from kubectl_gitdrift import difftext, markdown, report
 from kubectl_gitdrift.hookspecs import RegisterRenderer, hookimpl
+from kubectl_gitdrift.present import difftext, markdown, report
 
 
 @hookimpl

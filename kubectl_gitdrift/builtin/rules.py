@@ -24,8 +24,10 @@ from collections.abc import Iterator, Sequence
 from datetime import timedelta
 from typing import Any
 
-from kubectl_gitdrift import attribution, audit, diagnosis, model, rbac, syncwindows, tracking
+from kubectl_gitdrift import model
 from kubectl_gitdrift.compare import diff
+from kubectl_gitdrift.diagnose import attribution, audit, rbac, syncwindows, tracking
+from kubectl_gitdrift.diagnose import rules as diagnosis
 from kubectl_gitdrift.hookspecs import RegisterRule, RuleContext, hookimpl
 from kubectl_gitdrift.model import Finding, ResourceStatus, Severity
 

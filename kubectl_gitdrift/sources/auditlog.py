@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
 
-from kubectl_gitdrift import audit
+from kubectl_gitdrift.diagnose import audit
 from kubectl_gitdrift.errors import UsageError
 
 MAX_BYTES = 2 * 1024 * 1024 * 1024

@@ -21,7 +21,8 @@ from typing import Any
 
 import yaml
 
-from kubectl_gitdrift import model, rbac
+from kubectl_gitdrift import model
+from kubectl_gitdrift.diagnose import rbac
 
 BREAK_GLASS_GROUP = "break-glass"
 

@@ -10,8 +10,10 @@ from typing import Any
 
 import yaml
 
-from kubectl_gitdrift import color, model, writers
+from kubectl_gitdrift import model
 from kubectl_gitdrift.errors import UsageError
+from kubectl_gitdrift.present import color
+from kubectl_gitdrift.present import writtenby as writers
 
 SCHEMA_VERSION = "gitdrift/v1"
 

@@ -20,8 +20,9 @@ from typing import Any
 
 import yaml
 
-from kubectl_gitdrift import color, model
+from kubectl_gitdrift import model
 from kubectl_gitdrift.compare import diff
+from kubectl_gitdrift.present import color
 
 __all__ = ["render_diff"]
 

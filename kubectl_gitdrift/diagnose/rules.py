@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
-from kubectl_gitdrift import attribution, audit, hookspecs, model, rbac, tracking
+from kubectl_gitdrift import hookspecs, model
+from kubectl_gitdrift.diagnose import attribution, audit, rbac, tracking
 from kubectl_gitdrift.errors import GitDriftError, PluginError
 
 

@@ -10,8 +10,9 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from kubectl_gitdrift import model, policies, rbac
+from kubectl_gitdrift import model
 from kubectl_gitdrift.compare import strategies as compare
+from kubectl_gitdrift.diagnose import policies, rbac
 from kubectl_gitdrift.model import Remedy, RemedyKind
 
 

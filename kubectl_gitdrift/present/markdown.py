@@ -13,7 +13,8 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from kubectl_gitdrift import model, writers
+from kubectl_gitdrift import model
+from kubectl_gitdrift.present import writtenby as writers
 
 _ICON = {model.Severity.ERROR: "🔴", model.Severity.WARNING: "🟠", model.Severity.INFO: "🔵"}
 

@@ -24,8 +24,9 @@ from typing import Any
 
 import pluggy
 
-from kubectl_gitdrift import audit, hookspecs, model, rbac
+from kubectl_gitdrift import hookspecs, model
 from kubectl_gitdrift.compare import fields
+from kubectl_gitdrift.diagnose import audit, rbac
 
 ARGOCD_MANAGERS = model.ARGOCD_MANAGERS
 
