@@ -31,7 +31,9 @@ BEFORE = "d745c65"  # the last commit before the live index was reworked for iss
 CHILD = r"""
 import gc, json, statistics, sys, time
 from pathlib import Path
-from kubectl_gitdrift import application, engine, snapshot, workflow
+from kubectl_gitdrift import application, engine
+from kubectl_gitdrift.run import workflow
+from kubectl_gitdrift.live import snapshot
 from kubectl_gitdrift.diagnose import tracking
 
 state = snapshot.load(Path(sys.argv[1]))

@@ -64,10 +64,12 @@ DEPLOYMENTS = 100
 SCALED = "web-0050"
 LIST_PATHS = (f"/api/v1/namespaces/{NS}/configmaps", f"/apis/apps/v1/namespaces/{NS}/deployments")
 
-ENTRY = "import sys; from kubectl_gitdrift.cli import run; sys.argv[0] = 'kubectl-gitdrift'; run()"
+ENTRY = (
+    "import sys; from kubectl_gitdrift.cli.main import run; sys.argv[0] = 'kubectl-gitdrift'; run()"
+)
 MODULES = """
 import io, sys
-from kubectl_gitdrift import cli
+from kubectl_gitdrift.cli import main as cli
 code = cli.main(sys.argv[2:], stdout=io.StringIO(), stderr=io.StringIO())
 open(sys.argv[1], "w").write("\\n".join(sys.modules))
 """

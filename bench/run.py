@@ -103,8 +103,8 @@ FLEET_ROUNDS = 3
 # Functions called from render worker threads get wall time summed over threads (marked Σ) and
 # no CPU.
 TIMERS: tuple[tuple[str, str, str], ...] = (
-    ("load snapshot", "kubectl_gitdrift.snapshot", "load"),
-    ("render: every app (workflow.prepare)", "kubectl_gitdrift.workflow", "prepare"),
+    ("load snapshot", "kubectl_gitdrift.live.snapshot", "load"),
+    ("render: every app (workflow.prepare)", "kubectl_gitdrift.run.workflow", "prepare"),
     ("  render one app", "kubectl_gitdrift.sources.render", "render"),
     ("    git export of the revision", "kubectl_gitdrift.sources.render", "Exports.export"),
     ("    render cache read", "kubectl_gitdrift.sources.cache", "RenderCache.get"),
@@ -113,9 +113,9 @@ TIMERS: tuple[tuple[str, str, str], ...] = (
     ("    tree copy for the build", "kubectl_gitdrift.sources.kustomize", "_copy_tree"),
     ("    kustomize build (process)", "kubectl_gitdrift.sources.kustomize", "_run_build"),
     ("    parse build output", "kubectl_gitdrift.yamlio", "load_objects"),
-    ("engine options (schemas)", "kubectl_gitdrift.workflow", "options"),
+    ("engine options (schemas)", "kubectl_gitdrift.run.workflow", "options"),
     ("live index", "kubectl_gitdrift.engine", "LiveIndex.of"),
-    ("compare: every app (workflow.run_one)", "kubectl_gitdrift.workflow", "run_one"),
+    ("compare: every app (workflow.run_one)", "kubectl_gitdrift.run.workflow", "run_one"),
     ("  engine.run", "kubectl_gitdrift.engine", "run"),
     ("    prepare desired", "kubectl_gitdrift.diagnose.tracking", "prepare_desired"),
     ("    normalize+diff (diff.compare)", "kubectl_gitdrift.compare.diff", "compare"),
@@ -132,7 +132,7 @@ TIMERS: tuple[tuple[str, str, str], ...] = (
     ("report: to_dict", "kubectl_gitdrift.present.report", "to_dict"),
     ("report: text", "kubectl_gitdrift.present.report", "render_text"),
     ("report: json", "kubectl_gitdrift.present.report", "render_json"),
-    ("report: --all output", "kubectl_gitdrift.cli", "_render_all"),
+    ("report: --all output", "kubectl_gitdrift.cli.main", "_render_all"),
 )
 LOAD = "load snapshot"
 RENDER = "render: every app (workflow.prepare)"
@@ -349,7 +349,7 @@ def child_cli(args: argparse.Namespace) -> int:
     """`cli.main(argv)` with the TIMERS installed; results (and baselines) to --result."""
     clock = Clock()
     with clock.phase("import"):
-        from kubectl_gitdrift import cli
+        from kubectl_gitdrift.cli import main as cli
     data = Path(args.data)
     meta = json.loads((data / "meta.json").read_text(encoding="utf-8"))
     stand_in_ok = True
@@ -393,7 +393,7 @@ def child_cli(args: argparse.Namespace) -> int:
         _write_profile(profiler, args.profile)
     result.update(rc=rc, stderr=err.getvalue()[-2000:], peak_rss_mib=_peak_rss_mib())
     with contextlib.suppress(Exception):
-        workflow = importlib.import_module("kubectl_gitdrift.workflow")
+        workflow = importlib.import_module("kubectl_gitdrift.run.workflow")
         result["workers"] = workflow.max_workers()
     result["check"] = check_report(out.getvalue(), meta)
     del out
@@ -465,7 +465,7 @@ def baselines(clock: Clock, data: Path, *, yaml_too: bool) -> dict[str, Any]:
     if yaml_too:
         import yaml
 
-        from kubectl_gitdrift import snapshot
+        from kubectl_gitdrift.live import snapshot
 
         load = clock.originals.get(LOAD, snapshot.load)  # untimed: not a second "load snapshot"
         _timed(
@@ -856,7 +856,7 @@ def kustomize_binary() -> list[str]:
 
 def default_workers() -> int | None:
     with contextlib.suppress(Exception):
-        workflow = importlib.import_module("kubectl_gitdrift.workflow")
+        workflow = importlib.import_module("kubectl_gitdrift.run.workflow")
         return int(workflow.MAX_WORKERS)
     return None
 

@@ -29,7 +29,8 @@ sys.path.insert(0, str(HERE))
 
 import generate  # noqa: E402  (bench/generate.py, beside this file)
 
-from kubectl_gitdrift import cli, parser, serve  # noqa: E402
+from kubectl_gitdrift.cli import main as cli  # noqa: E402
+from kubectl_gitdrift.cli import parser, serve
 
 
 def rss_mib() -> float:

@@ -31,13 +31,15 @@ sys.path.insert(0, str(HERE.parent))
 sys.path.insert(0, str(HERE))
 import generate  # noqa: E402
 
-from kubectl_gitdrift import application, engine, model, plugins, snapshot, workflow  # noqa: E402
+from kubectl_gitdrift import application, engine, model, plugins  # noqa: E402
 from kubectl_gitdrift.compare import (  # noqa: E402
     defaults,
     openapi,
     schema,
     smd,
 )
+from kubectl_gitdrift.live import snapshot  # noqa: E402
+from kubectl_gitdrift.run import workflow  # noqa: E402
 
 LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
 TRACKING = "argocd.argoproj.io/tracking-id"

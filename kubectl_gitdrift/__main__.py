@@ -1,5 +1,5 @@
 """`python -m kubectl_gitdrift`."""
 
-from kubectl_gitdrift.cli import run
+from kubectl_gitdrift.cli.main import run
 
 run()

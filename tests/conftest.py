@@ -12,7 +12,8 @@ from types import ModuleType
 
 import pytest
 
-from kubectl_gitdrift import cli, plugins
+from kubectl_gitdrift import plugins
+from kubectl_gitdrift.cli import main as cli
 from tests import read_guard
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -6,9 +6,11 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
-from kubectl_gitdrift import application, engine, hookspecs, model, plugins, snapshot, workflow
+from kubectl_gitdrift import application, engine, hookspecs, model, plugins
 from kubectl_gitdrift.compare import defaults, openapi, schema
 from kubectl_gitdrift.diagnose import audit
+from kubectl_gitdrift.live import snapshot
+from kubectl_gitdrift.run import workflow
 from kubectl_gitdrift.sources import render as source_render
 
 

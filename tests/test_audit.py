@@ -12,7 +12,7 @@ import pytest
 from kubectl_gitdrift import model
 from kubectl_gitdrift.diagnose import audit
 from kubectl_gitdrift.errors import UsageError
-from kubectl_gitdrift.sources import auditlog
+from kubectl_gitdrift.live import auditlog
 from tests.conftest import TESTDATA
 
 AUDIT = TESTDATA / "incident" / "audit.jsonl"

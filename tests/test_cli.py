@@ -252,7 +252,7 @@ def test_offline_run_leaves_the_cyclic_gc_as_it_found_it(run_cli, repo) -> None:
 def test_in_process_runs_keep_nothing_after_they_return(run_cli, repo) -> None:  # type: ignore[no-untyped-def]
     """Only the console scripts (run, run_argocd) hold a run's objects until os._exit; main
     called in-process (tests, serve) frees them as usual."""
-    from kubectl_gitdrift import cli
+    from kubectl_gitdrift.cli import main as cli
 
     assert run_cli([*_base(repo), "-o", "json"]).exit_code == ExitCode.DRIFT
     assert cli._kept is None

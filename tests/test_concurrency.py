@@ -14,8 +14,9 @@ from typing import Any
 import pytest
 import yaml
 
-from kubectl_gitdrift import cluster, gather, workflow
 from kubectl_gitdrift.errors import ExitCode
+from kubectl_gitdrift.live import cluster
+from kubectl_gitdrift.run import gather, workflow
 from tests.apiserver import (
     ServerFactory,
     kube_apiserver,  # noqa: F401 - the fixture

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from kubectl_gitdrift import workflow
 from kubectl_gitdrift.errors import ExitCode
+from kubectl_gitdrift.run import workflow
 from kubectl_gitdrift.sources import cache as source_cache
 from tests.conftest import Result
 from tests.test_all import fleet_snapshot, repo  # noqa: F401

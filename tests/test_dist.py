@@ -265,8 +265,8 @@ def test_archive_matches_manifest(built: tuple[Path, dict[str, object]]) -> None
         (entry_points,) = [n for n in zf.namelist() if n.endswith(".dist-info/entry_points.txt")
                            and "/kubectl_gitdrift-" in n]  # fmt: skip
         text = zf.read(entry_points).decode()
-    assert "kubectl-gitdrift = kubectl_gitdrift.cli:run" in text
-    assert "argocd-gitdrift = kubectl_gitdrift.cli:run_argocd" in text
+    assert "kubectl-gitdrift = kubectl_gitdrift.cli.main:run" in text
+    assert "argocd-gitdrift = kubectl_gitdrift.cli.main:run_argocd" in text
 
 
 @pytest.mark.slow
@@ -373,9 +373,9 @@ def test_wheel_declares_the_console_scripts(tmp_path: Path) -> None:
         names = zf.namelist()
     text = entry_points.decode()
     assert "[console_scripts]" in text
-    assert "kubectl-gitdrift = kubectl_gitdrift.cli:run" in text
-    assert "argocd-gitdrift = kubectl_gitdrift.cli:run_argocd" in text
-    assert "kubectl_gitdrift/completion.py" in names
+    assert "kubectl-gitdrift = kubectl_gitdrift.cli.main:run" in text
+    assert "argocd-gitdrift = kubectl_gitdrift.cli.main:run_argocd" in text
+    assert "kubectl_gitdrift/cli/completion.py" in names
     assert "kubectl_gitdrift/py.typed" in names
 
 
@@ -383,7 +383,7 @@ def test_wheel_declares_the_console_scripts(tmp_path: Path) -> None:
 
 
 def test_completion_engine_follows_the_parser() -> None:
-    from kubectl_gitdrift import completion
+    from kubectl_gitdrift.cli import completion
 
     values, directive = completion.complete(["--snap"])
     assert [v.split("\t")[0] for v in values] == ["--snapshot"]
@@ -400,7 +400,7 @@ def test_completion_engine_follows_the_parser() -> None:
 
 
 def test_completion_main_and_scripts() -> None:
-    from kubectl_gitdrift import completion
+    from kubectl_gitdrift.cli import completion
 
     out, err = io.StringIO(), io.StringIO()
     assert completion.main(["__complete", "--show-s"], out, err) == 0
@@ -414,7 +414,7 @@ def test_completion_main_and_scripts() -> None:
 
 def test_bash_script_completes(tmp_path: Path) -> None:
     """Source the bash script with a kubectl-gitdrift on PATH and complete a line."""
-    from kubectl_gitdrift import completion
+    from kubectl_gitdrift.cli import completion
 
     bash = shutil.which("bash")
     if bash is None:

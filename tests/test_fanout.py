@@ -17,8 +17,9 @@ from typing import Any
 
 import pytest
 
-from kubectl_gitdrift import fanout, model
+from kubectl_gitdrift import model
 from kubectl_gitdrift.errors import GitDriftError, SourceError
+from kubectl_gitdrift.run import fanout
 from tests.conftest import ROOT, load_script
 
 
@@ -262,7 +263,8 @@ def test_without_bodies_keeps_what_outputs_read() -> None:
 _RUN = textwrap.dedent(
     """
     import sys
-    from kubectl_gitdrift import cli, fanout
+    from kubectl_gitdrift.cli import main as cli
+    from kubectl_gitdrift.run import fanout
 
     calls = []
     imap = fanout.imap

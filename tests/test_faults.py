@@ -19,8 +19,8 @@ from typing import Any
 
 import pytest
 
-from kubectl_gitdrift import gather
 from kubectl_gitdrift.errors import ExitCode
+from kubectl_gitdrift.run import gather
 from tests.apiserver import (
     KubeAPIServer,
     ServerFactory,

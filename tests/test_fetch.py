@@ -19,8 +19,8 @@ from typing import Any
 import pytest
 import yaml
 
-from kubectl_gitdrift import gather
 from kubectl_gitdrift.errors import ExitCode
+from kubectl_gitdrift.run import gather
 from kubectl_gitdrift.sources import fetch
 from tests.apiserver import KubeAPIServer, ServerFactory, kube_apiserver  # noqa: F401
 from tests.conftest import ROOT, TESTDATA, Result

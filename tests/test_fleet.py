@@ -20,9 +20,10 @@ import pytest
 from prometheus_client.openmetrics.parser import text_string_to_metric_families
 from prometheus_client.parser import text_string_to_metric_families as prometheus_text_families
 
-from kubectl_gitdrift import model, shard
+from kubectl_gitdrift import model
 from kubectl_gitdrift.errors import ExitCode, UsageError
 from kubectl_gitdrift.present import metrics
+from kubectl_gitdrift.run import shard
 from tests.conftest import ROOT, TESTDATA, Result, load_script
 
 CLI = Path(sys.executable).with_name("kubectl-gitdrift")

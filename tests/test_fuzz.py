@@ -24,11 +24,12 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kubectl_gitdrift import model, snapshot, yamlio
+from kubectl_gitdrift import model, yamlio
 from kubectl_gitdrift.compare import defaults, diff, normalize
 from kubectl_gitdrift.compare.openapi import load_builtin_definitions
 from kubectl_gitdrift.compare.schema import Schema
 from kubectl_gitdrift.errors import GitDriftError
+from kubectl_gitdrift.live import snapshot
 
 SCHEMA = Schema(load_builtin_definitions("1.33"))
 CTX = diff.CompareContext(model.Settings(), SCHEMA, defaults.apply_defaults)

@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 import yaml
 
-from kubectl_gitdrift import gather, workflow
 from kubectl_gitdrift.errors import ExitCode
+from kubectl_gitdrift.run import gather, workflow
 from tests.apiserver import (
     AccessRule,
     Identity,
@@ -505,7 +505,7 @@ def test_expired_continue_after_compaction(
     kube_apiserver: ServerFactory,  # noqa: F811
     many_events: list[Obj],
 ) -> None:
-    from kubectl_gitdrift import cluster
+    from kubectl_gitdrift.live import cluster
 
     server = kube_apiserver(many_events)
     # compact etcd just as the first continue request arrives: its token is then expired
@@ -527,7 +527,7 @@ def test_expired_twice_is_unreadable(
     kube_apiserver: ServerFactory,  # noqa: F811
     many_events: list[Obj],
 ) -> None:
-    from kubectl_gitdrift import cluster
+    from kubectl_gitdrift.live import cluster
 
     server = kube_apiserver(many_events)
     server.inject(path_regex=r"/events$", query_regex="continue=", status=410, times=None)
@@ -636,7 +636,7 @@ def test_snapshot_secret_equal_values_compare_equal(
     tmp_path: Path,
     run_cli: Callable[..., Result],
 ) -> None:
-    from kubectl_gitdrift import snapshot
+    from kubectl_gitdrift.live import snapshot
 
     server = kube_apiserver(secret_state())
     path = tmp_path / "s.yaml"

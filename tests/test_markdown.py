@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from kubectl_gitdrift import model
 from kubectl_gitdrift.diagnose import audit
+from kubectl_gitdrift.live import auditlog
 from kubectl_gitdrift.present import markdown
-from kubectl_gitdrift.sources import auditlog
 from tests.conftest import TESTDATA
 from tests.diagnose_helper import diagnose
 

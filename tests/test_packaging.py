@@ -7,7 +7,8 @@ import re
 import tomllib
 import yaml
 
-from kubectl_gitdrift import __version__, cli
+from kubectl_gitdrift import __version__
+from kubectl_gitdrift.cli import main as cli
 from tests.conftest import ROOT
 
 
@@ -39,9 +40,9 @@ def test_console_scripts_resolve() -> None:
     pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text())
     scripts = pyproject["project"]["scripts"]
     assert scripts == {
-        "kubectl-gitdrift": "kubectl_gitdrift.cli:run",
-        "argocd-gitdrift": "kubectl_gitdrift.cli:run_argocd",
-        "kubectl_complete-gitdrift": "kubectl_gitdrift.completion:kubectl_complete",
+        "kubectl-gitdrift": "kubectl_gitdrift.cli.main:run",
+        "argocd-gitdrift": "kubectl_gitdrift.cli.main:run_argocd",
+        "kubectl_complete-gitdrift": "kubectl_gitdrift.cli.completion:kubectl_complete",
     }
     assert callable(cli.run)
     assert callable(cli.run_argocd)

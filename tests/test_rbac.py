@@ -239,7 +239,7 @@ def test_offline_answers_match_subject_access_review() -> None:
 def test_cluster_review_asks_subject_access_review_through_kr8s() -> None:
     """The live path: cluster.Cluster.review POSTs one SubjectAccessReview per question through
     kr8s and agrees with the offline evaluator; nothing else is written."""
-    from kubectl_gitdrift import cluster
+    from kubectl_gitdrift.live import cluster
 
     objects = _recorded_rbac()
     evaluator = rbac.Evaluator(objects)

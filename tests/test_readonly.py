@@ -16,8 +16,8 @@ import httpx
 import pytest
 import yaml
 
-from kubectl_gitdrift import gather
 from kubectl_gitdrift.errors import ExitCode
+from kubectl_gitdrift.run import gather
 from tests import conftest
 from tests.apiserver import (
     ServerFactory,

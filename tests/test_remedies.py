@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from kubectl_gitdrift import cli, model
+from kubectl_gitdrift import model
+from kubectl_gitdrift.cli import main as cli
 from kubectl_gitdrift.diagnose import policies, remedies
 from kubectl_gitdrift.present import markdown
 from tests.conftest import TESTDATA

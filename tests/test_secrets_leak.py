@@ -21,8 +21,8 @@ from typing import Any
 
 import pytest
 
-from kubectl_gitdrift import gather
 from kubectl_gitdrift.errors import ExitCode
+from kubectl_gitdrift.run import gather
 from tests.apiserver import (
     ServerFactory,
     kube_apiserver,  # noqa: F401 - the fixture

@@ -14,8 +14,9 @@ from typing import Any
 import pytest
 import yaml
 
-from kubectl_gitdrift import cluster, gather, workflow
 from kubectl_gitdrift.errors import ExitCode
+from kubectl_gitdrift.live import cluster
+from kubectl_gitdrift.run import gather, workflow
 from tests import conftest
 from tests.apiserver import (
     AccessRule,
@@ -584,8 +585,9 @@ class _Quiet:
 
 def test_secret_values_from_a_dry_run_are_fingerprinted(tmp_path: Path) -> None:
     from kubectl_gitdrift import application as argo_application
-    from kubectl_gitdrift import model, snapshot
+    from kubectl_gitdrift import model
     from kubectl_gitdrift.diagnose import tracking
+    from kubectl_gitdrift.live import snapshot
     from kubectl_gitdrift.sources import render as source_render
 
     marker = "s3cr3t-marker-value"

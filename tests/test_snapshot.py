@@ -13,8 +13,9 @@ from typing import Any
 import pytest
 import yaml
 
-from kubectl_gitdrift import model, snapshot
+from kubectl_gitdrift import model
 from kubectl_gitdrift.errors import SnapshotError
+from kubectl_gitdrift.live import snapshot
 from tests.conftest import TESTDATA
 
 INCIDENT = TESTDATA / "incident"

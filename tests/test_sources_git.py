@@ -158,7 +158,8 @@ def test_history_is_kept_per_commit(
 ) -> None:
     """The last commit touching a file, as of a commit, is read back by a later run (a new
     process: the in-memory copy is dropped) without running git; the working tree is not kept."""
-    from kubectl_gitdrift import engine, workflow
+    from kubectl_gitdrift import engine
+    from kubectl_gitdrift.run import workflow
     from kubectl_gitdrift.sources import cache as source_cache
     from kubectl_gitdrift.sources import render as source_render
 

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from kubectl_gitdrift import cli, plugins
+from kubectl_gitdrift import plugins
+from kubectl_gitdrift.cli import main as cli
 from tests.apiserver import (
     ServerFactory,
     kube_apiserver,  # noqa: F401 - the fixture
@@ -21,7 +22,7 @@ INCIDENT = TESTDATA / "incident"
 
 CHILD = """
 import io, sys
-from kubectl_gitdrift import cli
+from kubectl_gitdrift.cli import main as cli
 out, err = io.StringIO(), io.StringIO()
 code = cli.main(sys.argv[1:], stdout=out, stderr=err)
 sys.stdout.write(f"{code}\\n" + "\\n".join(sorted(sys.modules)) + "\\n")
@@ -47,7 +48,7 @@ THIRD_PARTY = (
 
 ENGINE = (
     "kubectl_gitdrift.engine",
-    "kubectl_gitdrift.workflow",
+    "kubectl_gitdrift.run.workflow",
     "kubectl_gitdrift.model",
     "kubectl_gitdrift.sources",
     "kubectl_gitdrift.compare",
@@ -90,9 +91,10 @@ def test_small_commands_import_neither_the_engine_nor_third_party_packages(
     assert _ours(modules) <= {
         "kubectl_gitdrift",
         "kubectl_gitdrift.cli",
+        "kubectl_gitdrift.cli.main",
         "kubectl_gitdrift.errors",
-        "kubectl_gitdrift.parser",
-        "kubectl_gitdrift.completion",
+        "kubectl_gitdrift.cli.parser",
+        "kubectl_gitdrift.cli.completion",
     }
     assert "subprocess" not in modules or args[0] == "completion"
     assert "importlib.metadata" not in modules
@@ -116,11 +118,11 @@ OFFLINE_ABSENT = (
     "kubernetes_validate",
     "tqdm",  # not a terminal
     "http.server",
-    "kubectl_gitdrift.cluster",
-    "kubectl_gitdrift.serve",
+    "kubectl_gitdrift.live.cluster",
+    "kubectl_gitdrift.cli.serve",
     "kubectl_gitdrift.present.metrics",
-    "kubectl_gitdrift.pushgateway",
-    "kubectl_gitdrift.completion",
+    "kubectl_gitdrift.cli.pushgateway",
+    "kubectl_gitdrift.cli.completion",
     "tarfile",  # only a chart pull or a vendored chart archive is unpacked
 )
 
@@ -164,10 +166,10 @@ LIVE_ABSENT = (
     "prometheus_client",
     "http.server",
     "jmespath",
-    "kubectl_gitdrift.serve",
+    "kubectl_gitdrift.cli.serve",
     "kubectl_gitdrift.present.metrics",
-    "kubectl_gitdrift.pushgateway",
-    "kubectl_gitdrift.completion",
+    "kubectl_gitdrift.cli.pushgateway",
+    "kubectl_gitdrift.cli.completion",
     "kubectl_gitdrift.compare.serverside",  # the app compares with the legacy diff
     "tarfile",  # only a chart pull or a vendored chart archive is unpacked
 )
@@ -202,6 +204,6 @@ def test_live_run_imports_the_cluster_client_and_nothing_it_does_not_use(
         fmt,
     )
     assert code == 1  # the incident's drift
-    assert {"kr8s", "httpx", "kubectl_gitdrift.cluster"} <= modules
+    assert {"kr8s", "httpx", "kubectl_gitdrift.live.cluster"} <= modules
     assert _present(modules, LIVE_ABSENT + also_absent) == []
     assert ("tabulate" in modules) == (fmt == "text")

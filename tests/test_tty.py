@@ -27,7 +27,8 @@ import pyte
 import pytest
 import yaml
 
-from kubectl_gitdrift import model, parser, progress
+from kubectl_gitdrift import model
+from kubectl_gitdrift.cli import parser, progress
 from kubectl_gitdrift.present import color, markdown, report
 from kubectl_gitdrift.present import writtenby as writers
 from tests.apiserver import ServerFactory, kube_apiserver  # noqa: F401 - the fixture
@@ -363,7 +364,7 @@ def test_start_up_and_pipes_do_not_import_the_progress_library(
 ) -> None:
     version = run_cli(["version"], tmp_path, cache=cache, python=["-X", "importtime"])
     assert version.code == 0
-    assert b"| kubectl_gitdrift.cli\n" in version.stderr.replace(b"\r\n", b"\n")
+    assert b"| kubectl_gitdrift.cli.main\n" in version.stderr.replace(b"\r\n", b"\n")
     assert b"tqdm" not in version.stderr
     piped = run_cli(
         [*_one(fleet12, "-o", "json")],

@@ -73,9 +73,9 @@ RELEASES = "https://github.com/kubectl-gitdrift/kubectl-gitdrift/releases/downlo
 PYTHONS = ("3.10", "3.11", "3.12", "3.13", "3.14")
 SHEBANG = b"#!/usr/bin/env python3\n"
 ENTRIES = {
-    "kubectl": "kubectl_gitdrift.cli:run",
-    "argocd": "kubectl_gitdrift.cli:run_argocd",
-    "complete": "kubectl_gitdrift.completion:kubectl_complete",
+    "kubectl": "kubectl_gitdrift.cli.main:run",
+    "argocd": "kubectl_gitdrift.cli.main:run_argocd",
+    "complete": "kubectl_gitdrift.cli.completion:kubectl_complete",
 }
 SCHEMA_DIR = "kubernetes_validate/kubernetes-json-schema"
 # C-accelerated packages that also ship a pure wheel: the pure one is ~100x smaller

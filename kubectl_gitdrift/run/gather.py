@@ -16,11 +16,13 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
-from kubectl_gitdrift import application, model, snapshot, workflow
+from kubectl_gitdrift import application, model
 from kubectl_gitdrift.compare import diff, normalize, openapi, schema
 from kubectl_gitdrift.compare import strategies as compare
 from kubectl_gitdrift.diagnose import tracking
 from kubectl_gitdrift.errors import AppError, ClusterError, GitDriftError
+from kubectl_gitdrift.live import snapshot
+from kubectl_gitdrift.run import workflow
 
 #: Overrides for cluster.Config (tests shorten backoffs and page sizes here).
 CLUSTER_OPTIONS: dict[str, Any] = {}
@@ -59,7 +61,7 @@ def _gather_live(
     progress: workflow.Progress,
     err: TextIO,
 ) -> tuple[snapshot.ClusterState, list[workflow.Target]]:
-    from kubectl_gitdrift import cluster  # imports kr8s: only live runs pay for it
+    from kubectl_gitdrift.live import cluster  # imports kr8s: only live runs pay for it
 
     config = cluster.Config(
         kubeconfig=args.kubeconfig,
@@ -306,7 +308,7 @@ def _live_argocd(
     kc: Any, args: argparse.Namespace, names: Sequence[str]
 ) -> tuple[list[model.Body], list[model.Body], list[tuple[model.ObjectKey, str]], list[str]]:
     """The Applications asked for, argocd-cm and the AppProjects (by LIST)."""
-    from kubectl_gitdrift import cluster
+    from kubectl_gitdrift.live import cluster
 
     app_kind = kc.discovery.find("argoproj.io", "Application")
     if app_kind is None:
@@ -388,7 +390,7 @@ _ARGOCD_KINDS = {
 
 
 def _argocd_kind(group: str, kind: str) -> Any:
-    from kubectl_gitdrift import cluster
+    from kubectl_gitdrift.live import cluster
 
     version, plural = _ARGOCD_KINDS[(group, kind)]
     return cluster.Kind(group, version, kind, plural, namespaced=True)
@@ -399,7 +401,7 @@ def _argocd_queries(
 ) -> tuple[list[Any], list[Any]]:
     """The LISTs of the Applications asked for, and of the ConfigMaps and AppProjects in Argo
     CD's namespace, with the kinds `find(group, kind)` gives (None: not served, not listed)."""
-    from kubectl_gitdrift import cluster
+    from kubectl_gitdrift.live import cluster
 
     app_kind = find("argoproj.io", "Application")
     controller_ns = args.app_namespace or "argocd"

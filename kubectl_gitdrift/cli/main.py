@@ -13,7 +13,8 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn, TextIO
 
-from kubectl_gitdrift import __version__, parser
+from kubectl_gitdrift import __version__
+from kubectl_gitdrift.cli import parser
 from kubectl_gitdrift.errors import (
     ExitCode,
     GitDriftError,
@@ -22,8 +23,11 @@ from kubectl_gitdrift.errors import (
 )
 
 if TYPE_CHECKING:
-    from kubectl_gitdrift import model, plugins, progress, serve, snapshot, workflow
+    from kubectl_gitdrift import model, plugins
+    from kubectl_gitdrift.cli import progress, serve
+    from kubectl_gitdrift.live import snapshot
     from kubectl_gitdrift.present import color
+    from kubectl_gitdrift.run import workflow
 
 # Start-up: each command imports what it runs, in the function that runs it, so `version`,
 # `completion` and `--help` never load the engine, the sources, pluggy or YAML (issue 18; the
@@ -69,7 +73,7 @@ def _exit(code: int) -> NoReturn:
         code = code or 141
     except OSError:
         code = code or int(ExitCode.ERROR)
-    fanout = sys.modules.get("kubectl_gitdrift.fanout")
+    fanout = sys.modules.get("kubectl_gitdrift.run.fanout")
     if fanout is not None:
         fanout.reap()  # forked workers still exiting: none is left behind
     if sys.gettrace() or sys.getprofile() or "coverage" in sys.modules:
@@ -124,7 +128,7 @@ def _error(err: TextIO, exc: GitDriftError, debug: bool) -> None:
 
 def _dispatch(argv: list[str], out: TextIO, err: TextIO, prog: str) -> ExitCode:
     if argv and argv[0] == "completion":  # `completion bash|zsh`; `completion __complete ARGS`
-        from kubectl_gitdrift import completion
+        from kubectl_gitdrift.cli import completion
 
         return ExitCode(completion.main(argv[1:], out, err, prog))
     if argv and argv[0] == "serve":
@@ -213,7 +217,7 @@ def _terminal(stream: TextIO) -> bool:
 
 def _progress(args: argparse.Namespace, err: TextIO) -> progress.Silent:
     """--progress: a live line when stderr is a terminal, plain lines when forced elsewhere."""
-    from kubectl_gitdrift import progress
+    from kubectl_gitdrift.cli import progress
 
     return progress.choose(args.progress, err, terminal=_terminal(err))
 
@@ -244,7 +248,7 @@ def _compare(args: argparse.Namespace, out: TextIO, err: TextIO) -> ExitCode:
         patches = "".join(remedies.patch(r.remedies) for r in result.applications)
         _write_atomically(args.write_patch, patches)
     if args.output == "openmetrics":
-        from kubectl_gitdrift import pushgateway
+        from kubectl_gitdrift.cli import pushgateway
         from kubectl_gitdrift.present import metrics
 
         info = metrics.RunInfo(
@@ -305,10 +309,12 @@ def _evaluate_checking(
     import dataclasses
     import tempfile
 
-    from kubectl_gitdrift import engine, hookspecs, model, plugins, snapshot, workflow
+    from kubectl_gitdrift import engine, hookspecs, model, plugins
     from kubectl_gitdrift.diagnose import rbac
+    from kubectl_gitdrift.live import auditlog as source_auditlog
+    from kubectl_gitdrift.live import snapshot
     from kubectl_gitdrift.present import report
-    from kubectl_gitdrift.sources import auditlog as source_auditlog
+    from kubectl_gitdrift.run import workflow
 
     pm = plugins.make_plugin_manager(
         paths=args.plugin, entry_points=not args.no_entry_points, blocked=args.disable_plugin
@@ -363,7 +369,7 @@ def _evaluate_checking(
             )
             mode = "offline"
         else:
-            from kubectl_gitdrift import gather
+            from kubectl_gitdrift.run import gather
 
             state, targets = gather.gather_live(
                 args, [args.app] if args.app else [], Path(workdir), progress, err
@@ -584,7 +590,7 @@ def _cut(text: str, width: int = 90) -> str:
 
 def _serve(argv: list[str], out: TextIO, err: TextIO, prog: str) -> ExitCode:
     """`serve`: compare on a timer and serve the last good result as OpenMetrics."""
-    from kubectl_gitdrift import serve
+    from kubectl_gitdrift.cli import serve
 
     own, rest = parser.with_streams(parser.build_serve_parser(prog), out, err).parse_known_args(
         argv
@@ -616,7 +622,7 @@ def serve_runner(args: argparse.Namespace, err: TextIO) -> serve.RunOnce:
     A one-shot run freezes what it loads out of the cyclic GC and never collects (it exits);
     a cycle that did the same would keep each run's cyclic garbage forever, so every cycle ends
     by unfreezing and collecting."""
-    from kubectl_gitdrift import serve
+    from kubectl_gitdrift.cli import serve
 
     def run_once() -> serve.Outcome:
         try:
@@ -640,7 +646,8 @@ def serve_runner(args: argparse.Namespace, err: TextIO) -> serve.RunOnce:
 def _snapshot(sub: argparse.Namespace, out: TextIO, err: TextIO) -> ExitCode:
     import tempfile
 
-    from kubectl_gitdrift import gather, snapshot
+    from kubectl_gitdrift.live import snapshot
+    from kubectl_gitdrift.run import gather
 
     _check_selection(sub, sub.apps)
     with tempfile.TemporaryDirectory(prefix="gitdrift-") as workdir, _progress(sub, err) as shown:

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from kubectl_gitdrift import application, engine, fanout, hookspecs, model, plugins, shard, snapshot
+from kubectl_gitdrift import application, engine, hookspecs, model, plugins
 from kubectl_gitdrift.compare import defaults, openapi, schema
 from kubectl_gitdrift.diagnose import attribution, audit, remedies
 from kubectl_gitdrift.errors import (
@@ -28,6 +28,8 @@ from kubectl_gitdrift.errors import (
     GitDriftError,
     UsageError,
 )
+from kubectl_gitdrift.live import snapshot
+from kubectl_gitdrift.run import fanout, shard
 from kubectl_gitdrift.sources import cache as source_cache
 from kubectl_gitdrift.sources import charts as source_charts
 from kubectl_gitdrift.sources import config as source_config

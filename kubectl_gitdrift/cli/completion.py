@@ -28,7 +28,7 @@ from enum import IntFlag
 from pathlib import Path
 from typing import TextIO
 
-from kubectl_gitdrift import parser as grammar
+from kubectl_gitdrift.cli import parser as grammar
 
 __all__ = ["Directive", "complete", "kubectl_complete", "main", "script"]
 
@@ -183,7 +183,7 @@ def _applications(prior: Sequence[str], current: str) -> list[str]:
     snapshot_path = _flag_value(prior, "--snapshot")
     if snapshot_path:
         try:
-            from kubectl_gitdrift import snapshot
+            from kubectl_gitdrift.live import snapshot
 
             state = snapshot.load(Path(snapshot_path).expanduser())
             names = state.application_names()

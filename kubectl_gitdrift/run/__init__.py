@@ -1,0 +1,1 @@
+"""Run wing: selects a run's Applications, gathers and renders their inputs, and runs the engine for each, on every core."""
