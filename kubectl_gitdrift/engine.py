@@ -10,7 +10,7 @@ from dataclasses import dataclass, field, replace
 
 import pluggy
 
-from kubectl_gitdrift import hookspecs, model
+from kubectl_gitdrift import hookcalls, hookspecs, model
 from kubectl_gitdrift.compare import diff, fields, legacy, structured
 from kubectl_gitdrift.compare import strategies as compare
 from kubectl_gitdrift.diagnose import attribution, audit, rbac, remedies, tracking
@@ -130,7 +130,7 @@ def run(inputs: Inputs, pm: pluggy.PluginManager, opts: Options) -> model.AppRep
     unreadable = dict(inputs.unreadable)
 
     rules = [(r.origin, r) for r in (*app.ignore_rules, *settings.ignore_rules)]
-    for plugin, contributed in hookspecs.call_each(
+    for plugin, contributed in hookcalls.call_each(
         pm, "gitdrift_ignore_rules", app=app, live=inputs.live
     ):
         rules.extend((plugin, r) for r in contributed or ())
@@ -427,6 +427,6 @@ def _normalizer(pm: pluggy.PluginManager) -> diff.NormalizerFn | None:
         return None
 
     def normalize(key: model.ObjectKey, body: dict[str, object], side: str) -> None:
-        hookspecs.call_each(pm, "gitdrift_normalize", key=key, body=body, side=side)
+        hookcalls.call_each(pm, "gitdrift_normalize", key=key, body=body, side=side)
 
     return normalize

@@ -6,7 +6,7 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
-from kubectl_gitdrift import application, engine, hookspecs, model, plugins
+from kubectl_gitdrift import application, engine, hookcalls, model, plugins
 from kubectl_gitdrift.compare import defaults, openapi, schema
 from kubectl_gitdrift.diagnose import audit
 from kubectl_gitdrift.live import snapshot
@@ -43,7 +43,7 @@ def diagnose(
         options = engine.Options(
             schema=schema.Schema(openapi.load_builtin_definitions()),
             defaults=defaults.apply_defaults,
-            rules=hookspecs.collect_rules(pm),
+            rules=hookcalls.collect_rules(pm),
             **({"controller": controller} if controller else {}),
         )
         return engine.run(inputs, pm, workflow.with_source_callbacks(options, rendered, repo))

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from kubectl_gitdrift import hookspecs, model, plugins
+from kubectl_gitdrift import hookcalls, hookspecs, model, plugins
 from kubectl_gitdrift.errors import PluginError
 from kubectl_gitdrift.hookspecs import hookimpl
 
@@ -37,7 +37,7 @@ def test_every_hook_is_typed_and_documented() -> None:
      ("gitdrift_xyz", None)],
 )  # fmt: skip
 def test_suggest_hook(name: str, suggestion: str | None) -> None:
-    assert hookspecs.suggest_hook(name) == (f" (did you mean {suggestion}?)" if suggestion else "")
+    assert hookcalls.suggest_hook(name) == (f" (did you mean {suggestion}?)" if suggestion else "")
 
 
 def _pm(*team: object) -> plugins.PluginManager:
@@ -61,7 +61,7 @@ def test_call_each_newest_first_and_stamps_origin() -> None:
         def gitdrift_ignore_rules(self) -> None:
             return None
 
-    results = hookspecs.call_each(_pm(A(), B()), "gitdrift_ignore_rules", **APP_ARGS)
+    results = hookcalls.call_each(_pm(A(), B()), "gitdrift_ignore_rules", **APP_ARGS)
     assert results == [
         ("team1", ()),
         ("team0", (RULE.__class__(**{**_fields(RULE), "origin": "team0"}),)),
@@ -88,7 +88,7 @@ def test_ignore_rules_are_checked(result: Any, message: str) -> None:
             return result
 
     with pytest.raises(PluginError, match="plugin 'team0' failed in gitdrift_ignore_rules") as info:
-        hookspecs.call_each(_pm(Bad()), "gitdrift_ignore_rules", **APP_ARGS)
+        hookcalls.call_each(_pm(Bad()), "gitdrift_ignore_rules", **APP_ARGS)
     assert message in info.value.message
     assert "--disable-plugin team0" in (info.value.hint or "")
 
@@ -100,7 +100,7 @@ def test_normalize_must_return_none() -> None:
             return {}
 
     with pytest.raises(PluginError, match="must edit the body in place"):
-        hookspecs.call_each(_pm(Bad()), "gitdrift_normalize", key=None, body={}, side="live")
+        hookcalls.call_each(_pm(Bad()), "gitdrift_normalize", key=None, body={}, side="live")
 
 
 def _register_rules(*calls: tuple[Any, ...], **kw: Any) -> object:
@@ -116,7 +116,7 @@ def _register_rules(*calls: tuple[Any, ...], **kw: Any) -> object:
 def test_rules_record_their_plugin_and_findings_are_checked() -> None:
     finding = model.Finding("x", model.Severity.INFO, "m")
     pm = _pm(_register_rules(("team/ok", lambda ctx: [finding]), ("team/bad", lambda ctx: ["x"])))
-    rules = {r.id: r for r in hookspecs.collect_rules(pm)}
+    rules = {r.id: r for r in hookcalls.collect_rules(pm)}
     assert rules["team/ok"].plugin == "team0"
     assert rules["team/ok"].doc == "Undocumented"
     assert rules["builtin/manual-drift"].plugin == "builtin/rules"
@@ -128,7 +128,7 @@ def test_rules_record_their_plugin_and_findings_are_checked() -> None:
 def test_duplicate_rule_id() -> None:
     pm = _pm(_register_rules(("builtin/manual-drift", lambda ctx: [])))
     with pytest.raises(PluginError, match="already registered by 'builtin/rules'"):
-        hookspecs.collect_rules(pm)
+        hookcalls.collect_rules(pm)
 
 
 @pytest.mark.parametrize(
@@ -141,7 +141,7 @@ def test_duplicate_rule_id() -> None:
 )
 def test_bad_registrations(args: tuple[Any, ...], kw: dict[str, Any], message: str) -> None:
     with pytest.raises(PluginError, match="plugin 'team0' failed in gitdrift_register_rules") as e:
-        hookspecs.collect_rules(_pm(_register_rules(args, **kw)))
+        hookcalls.collect_rules(_pm(_register_rules(args, **kw)))
     assert message in e.value.message
 
 
@@ -152,7 +152,7 @@ def test_renderers_later_plugin_wins_and_output_is_checked() -> None:
             register("json", lambda report: "{}\n", doc="Team JSON.")
             register("bytes", lambda report: b"x")  # type: ignore[arg-type,return-value]
 
-    renderers = hookspecs.collect_renderers(_pm(Team()))
+    renderers = hookcalls.collect_renderers(_pm(Team()))
     assert (renderers["json"].plugin, renderers["json"].doc) == ("team0", "Team JSON.")
     assert renderers["yaml"].plugin == "builtin/renderers"
     report = model.Report(applications=(), mode="offline")

@@ -38,10 +38,10 @@ def test_post_mortem_sections_in_order(build_repo) -> None:  # type: ignore[no-u
 
 
 def test_deterministic_and_registered(build_repo, pm) -> None:  # type: ignore[no-untyped-def]
-    from kubectl_gitdrift import hookspecs
+    from kubectl_gitdrift import hookcalls
 
     assert markdown.render(_report(build_repo)) == markdown.render(_report(build_repo))
-    assert "markdown" in hookspecs.collect_renderers(pm)
+    assert "markdown" in hookcalls.collect_renderers(pm)
 
 
 def test_synced_app_has_no_remediation() -> None:

@@ -16,7 +16,7 @@ from typing import Any
 import pluggy
 import pytest
 
-from kubectl_gitdrift import hookspecs, model, plugins
+from kubectl_gitdrift import hookcalls, model, plugins
 from kubectl_gitdrift.errors import ExitCode, PluginError
 from kubectl_gitdrift.hookspecs import hookimpl
 from tests.conftest import ROOT, TESTDATA
@@ -58,12 +58,12 @@ def test_later_plugin_overrides_attribution(pm: plugins.PluginManager) -> None:
     live = {"metadata": {"managedFields": []}}
     replicas = model.Change(model.Op.CHANGE, ("spec", "replicas"), 2, 5)
     image = model.Change(model.Op.CHANGE, ("spec", "image"), "a", "b")
-    assert hookspecs.first_result(pm, "gitdrift_attribute", change=replicas, live=live) == (
+    assert hookcalls.first_result(pm, "gitdrift_attribute", change=replicas, live=live) == (
         "team",
         owner,
     )
     # None falls through to the built-in, which finds no managedFields owner here
-    assert hookspecs.first_result(pm, "gitdrift_attribute", change=image, live=live) == ("", None)
+    assert hookcalls.first_result(pm, "gitdrift_attribute", change=image, live=live) == ("", None)
 
 
 def test_check_pending_rejects_a_misspelled_hook(pm: plugins.PluginManager) -> None:
@@ -129,7 +129,7 @@ def test_load_by_path_and_by_module(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     pm = plugins.make_plugin_manager(paths=[OWNER_LABEL, "team_rules"], entry_points=False)
     assert pm.sources["require_owner_label"] == OWNER_LABEL
     assert pm.sources["team_rules"] == "team_rules"
-    rules = {r.id: r.plugin for r in hookspecs.collect_rules(pm)}
+    rules = {r.id: r.plugin for r in hookcalls.collect_rules(pm)}
     assert rules["require_owner_label/owner-label"] == "require_owner_label"
     assert rules["team_rules/noop"] == "team_rules"
     infos = {i.name: i for i in plugins.describe(pm)}
@@ -157,7 +157,7 @@ def test_disable_plugin_blocks_before_import(tmp_path: Path) -> None:
         blocked=["broken", "builtin/rules", "builtin/unreadable"],
     )
     assert "broken" not in pm.sources
-    assert [r.id for r in hookspecs.collect_rules(pm)] == ["require_owner_label/owner-label"]
+    assert [r.id for r in hookcalls.collect_rules(pm)] == ["require_owner_label/owner-label"]
 
 
 @pytest.mark.parametrize(

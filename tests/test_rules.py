@@ -8,7 +8,7 @@ from datetime import datetime, timezone
 
 import pytest
 
-from kubectl_gitdrift import hookspecs, model
+from kubectl_gitdrift import hookcalls, model
 from kubectl_gitdrift.builtin import rules
 from kubectl_gitdrift.diagnose import syncwindows, tracking
 from tests.conftest import TESTDATA
@@ -35,7 +35,7 @@ CODES = {
 
 
 def test_every_code_is_registered(pm) -> None:  # type: ignore[no-untyped-def]
-    registered = {c for r in hookspecs.collect_rules(pm) for c in r.codes}
+    registered = {c for r in hookcalls.collect_rules(pm) for c in r.codes}
     assert registered >= CODES
 
 

@@ -159,11 +159,11 @@ def _values(action: argparse.Action, current: str, prior: Sequence[str]) -> Cand
 
 def _plugin_names(*, rules: bool) -> list[str]:
     try:
-        from kubectl_gitdrift import hookspecs, plugins
+        from kubectl_gitdrift import hookcalls, plugins
 
         pm = plugins.make_plugin_manager()
         if rules:
-            return sorted(r.id for r in hookspecs.collect_rules(pm))
+            return sorted(r.id for r in hookcalls.collect_rules(pm))
         return sorted(i.name for i in plugins.describe(pm))
     except Exception:  # noqa: BLE001 -- completion must never fail loudly
         return []

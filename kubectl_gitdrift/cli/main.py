@@ -177,9 +177,9 @@ def _plugins(
 
 
 def _rules(pm: plugins.PluginManager, fmt: str, out: TextIO) -> ExitCode:
-    from kubectl_gitdrift import hookspecs
+    from kubectl_gitdrift import hookcalls
 
-    rules = hookspecs.collect_rules(pm)
+    rules = hookcalls.collect_rules(pm)
     if fmt == "json":
         import json
 
@@ -309,7 +309,7 @@ def _evaluate_checking(
     import dataclasses
     import tempfile
 
-    from kubectl_gitdrift import engine, hookspecs, model, plugins
+    from kubectl_gitdrift import engine, hookcalls, model, plugins
     from kubectl_gitdrift.diagnose import rbac
     from kubectl_gitdrift.live import auditlog as source_auditlog
     from kubectl_gitdrift.live import snapshot
@@ -319,13 +319,13 @@ def _evaluate_checking(
     pm = plugins.make_plugin_manager(
         paths=args.plugin, entry_points=not args.no_entry_points, blocked=args.disable_plugin
     )
-    renderers = hookspecs.collect_renderers(pm)
+    renderers = hookcalls.collect_renderers(pm)
     if args.output not in renderers and args.output != "openmetrics":
         raise UsageError(
             f"-o {args.output}: unknown output format",
             hint="choose one of " + ", ".join(sorted(renderers)),
         )
-    rules = hookspecs.collect_rules(pm)
+    rules = hookcalls.collect_rules(pm)
     unknown_rules = sorted(set(args.disable_rule) - {r.id for r in rules})
     if unknown_rules:
         raise UsageError(

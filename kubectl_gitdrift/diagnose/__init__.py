@@ -1,1 +1,1 @@
-"""Diagnose wing (pure): who wrote each drifted field, why the drift persists, and what to do about it."""
+"""Diagnose wing (pure): who wrote each drifted field, why it persists, and what to do."""

@@ -24,7 +24,7 @@ from typing import Any
 
 import pluggy
 
-from kubectl_gitdrift import hookspecs, model
+from kubectl_gitdrift import hookcalls, model
 from kubectl_gitdrift.compare import fields
 from kubectl_gitdrift.diagnose import audit, rbac
 
@@ -139,7 +139,7 @@ def attribute(drift: model.Drift, pm: pluggy.PluginManager) -> model.Drift:
     live = drift.live
     changes = []
     for change in drift.changes:
-        _, owner = hookspecs.first_result(pm, "gitdrift_attribute", change=change, live=live)
+        _, owner = hookcalls.first_result(pm, "gitdrift_attribute", change=change, live=live)
         changes.append(replace(change, owner=owner) if owner is not None else change)
     return replace(drift, changes=tuple(changes))
 

@@ -1,1 +1,1 @@
-"""Present wing (pure): a run's reports in each output format: JSON, text, diff, Markdown, OpenMetrics."""
+"""Present wing (pure): a run's reports in each format (JSON, text, diff, Markdown, metrics)."""

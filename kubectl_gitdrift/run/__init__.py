@@ -1,1 +1,1 @@
-"""Run wing: selects a run's Applications, gathers and renders their inputs, and runs the engine for each, on every core."""
+"""Run wing: selects a run's Applications, gathers their inputs, runs the engine for each."""
