@@ -12,15 +12,15 @@ import importlib
 import importlib.util
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pluggy
 
-from kubectl_gitdrift import hookspecs
+from kubectl_gitdrift import hookcalls, hookspecs, model
 from kubectl_gitdrift.errors import PluginError
 
 if TYPE_CHECKING:  # importlib.metadata (email, zipfile, csv...) only when entry points are read
@@ -92,7 +92,7 @@ def make_plugin_manager(
             except Exception as exc:
                 raise PluginError(
                     f"plugin {ep.name!r} (entry point from {dist}) failed to load: "
-                    f"{hookspecs.one_line(exc)}",
+                    f"{hookcalls.one_line(exc)}",
                     hint=f"fix or uninstall {dist}, or pass --disable-plugin {ep.name}",
                 ) from exc
             _register(pm, plugin, ep.name, f"entry point {dist}")
@@ -105,7 +105,7 @@ def make_plugin_manager(
         pm.check_pending()
     except pluggy.PluginValidationError as exc:  # pragma: no cover - _check_hooks catches first
         name = pm.get_name(exc.plugin) or "?"
-        raise PluginError(f"plugin {name!r}: {hookspecs.one_line(exc)}") from exc
+        raise PluginError(f"plugin {name!r}: {hookcalls.one_line(exc)}") from exc
     return pm
 
 
@@ -153,7 +153,7 @@ def _check_hooks(plugin: object, name: str, source: str) -> None:
         if attr not in hookspecs.HOOKS:
             raise PluginError(
                 f"plugin {name!r} ({source}) implements unknown hook {attr!r}"
-                + hookspecs.suggest_hook(attr),
+                + hookcalls.suggest_hook(attr),
                 hint="see docs/plugins.md for the hooks, or: kubectl gitdrift plugins --all",
             )
         opts = getattr(value, marker, None)
@@ -177,7 +177,7 @@ def _load_path_or_module(spec: str, name: str) -> object:
         return importlib.import_module(spec)
     except Exception as exc:
         raise PluginError(
-            f"plugin {name!r} (--plugin {spec}) failed to import: {hookspecs.one_line(exc)}",
+            f"plugin {name!r} (--plugin {spec}) failed to import: {hookcalls.one_line(exc)}",
             hint="pass a file path (ending in .py) or an importable module name",
         ) from exc
 
@@ -197,7 +197,7 @@ def _load_file(spec: str, name: str) -> ModuleType:
     except Exception as exc:
         sys.modules.pop(module_name, None)
         raise PluginError(
-            f"plugin {name!r} ({spec}) failed to import: {hookspecs.one_line(exc)}",
+            f"plugin {name!r} ({spec}) failed to import: {hookcalls.one_line(exc)}",
             hint=f"run with --debug for the traceback, or drop --plugin {spec}",
         ) from exc
     return module
@@ -232,3 +232,15 @@ def _version_of(plugin: object, source: str) -> str:
         except metadata.PackageNotFoundError:
             return "?"
     return str(getattr(plugin, "__version__", "") or "-")
+
+
+def apply_ignore_rules(body: Mapping[str, Any], rules: Iterable[model.IgnoreRule]) -> dict[str, Any]:
+    """A copy of `body` without the fields `rules` name (JSON pointers, jq paths), as gitdrift
+    removes them before comparing: for testing a plugin's `gitdrift_ignore_rules` on real objects.
+    Rules that name managers (`managed_fields_managers`) need the run's managedFields and are not
+    applied here."""
+    from kubectl_gitdrift.compare import normalize  # the comparison core, only when asked
+
+    active = [normalize.ActiveRule(rule, rule.origin or "test") for rule in rules]
+    result: dict[str, Any] = normalize.apply_ignores(normalize.deepcopy(dict(body)), active)
+    return result

@@ -19,8 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from kubectl_gitdrift import IgnoreRule, Manifest, hookimpl
-from kubectl_gitdrift.model import Application
+from kubectl_gitdrift import Application, IgnoreRule, Manifest, hookimpl
 
 __version__ = "1.0.0"
 

@@ -18,9 +18,18 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from kubectl_gitdrift import Finding, IgnoreRule, Manifest, ObjectKey, Severity, hookimpl
-from kubectl_gitdrift.hookspecs import RegisterRule, RuleContext
-from kubectl_gitdrift.model import Application, Drift
+from kubectl_gitdrift import (
+    Application,
+    Drift,
+    Finding,
+    IgnoreRule,
+    Manifest,
+    ObjectKey,
+    RegisterRule,
+    RuleContext,
+    Severity,
+    hookimpl,
+)
 
 __version__ = "1.0.0"
 

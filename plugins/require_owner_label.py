@@ -12,8 +12,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 
-from kubectl_gitdrift import Finding, Severity, hookimpl
-from kubectl_gitdrift.hookspecs import RegisterRule, RuleContext
+from kubectl_gitdrift import Finding, RegisterRule, RuleContext, Severity, hookimpl
 
 __version__ = "1.0.0"
 

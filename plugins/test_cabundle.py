@@ -5,9 +5,7 @@ from __future__ import annotations
 import cabundle
 import pytest
 
-from kubectl_gitdrift import Manifest, ObjectKey
-from kubectl_gitdrift.compare import normalize
-from kubectl_gitdrift.compare.normalize import ActiveRule
+from kubectl_gitdrift import Manifest, ObjectKey, apply_ignore_rules
 
 
 def _obj(api: str, kind: str, annotations: dict[str, str], **rest: object) -> Manifest:
@@ -50,9 +48,7 @@ def test_jq_paths_remove_only_ca_bundles() -> None:
     live = _obj("admissionregistration.k8s.io/v1", "MutatingWebhookConfiguration", INJECT,
                 webhooks=webhooks)  # fmt: skip
     (rule,) = cabundle.gitdrift_ignore_rules(app=None, live=[live])  # type: ignore[arg-type]
-    out = normalize.apply_ignores(
-        normalize.deepcopy(dict(live.body)), [ActiveRule(rule, "cabundle")]
-    )
+    out = apply_ignore_rules(live.body, [rule])
     assert out["webhooks"] == [
         {"name": "a", "clientConfig": {"service": {"name": "s"}}},
         {"name": "b", "clientConfig": {"url": "https://example.com"}},
@@ -62,7 +58,5 @@ def test_jq_paths_remove_only_ca_bundles() -> None:
 def test_crd_without_conversion_is_untouched() -> None:
     crd = _obj("apiextensions.k8s.io/v1", "CustomResourceDefinition", INJECT, spec={"group": "g"})
     (rule,) = cabundle.gitdrift_ignore_rules(app=None, live=[crd])  # type: ignore[arg-type]
-    out = normalize.apply_ignores(
-        normalize.deepcopy(dict(crd.body)), [ActiveRule(rule, "cabundle")]
-    )
+    out = apply_ignore_rules(crd.body, [rule])
     assert out == crd.body

@@ -9,8 +9,16 @@ from typing import Any
 import hpa_replicas
 import pytest
 
-from kubectl_gitdrift import IgnoreRule, Manifest, ObjectKey
-from kubectl_gitdrift.model import Change, Drift, Op, ResourceStatus, Suppressed
+from kubectl_gitdrift import (
+    Change,
+    Drift,
+    IgnoreRule,
+    Manifest,
+    ObjectKey,
+    Op,
+    ResourceStatus,
+    Suppressed,
+)
 
 
 def _hpa(api: str, name: str, ref: dict[str, Any], ns: str = "shop") -> Manifest:

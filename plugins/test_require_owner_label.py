@@ -8,8 +8,7 @@ from typing import Any
 import pytest
 import require_owner_label
 
-from kubectl_gitdrift import ObjectKey, Severity
-from kubectl_gitdrift.model import Drift, ResourceStatus
+from kubectl_gitdrift import Drift, ObjectKey, ResourceStatus, Severity
 
 
 def _drift(kind: str, labels: dict[str, str] | None, *, desired: bool = True) -> Drift:
