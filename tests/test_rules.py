@@ -9,7 +9,7 @@ from datetime import datetime, timezone
 import pytest
 
 from kubectl_gitdrift import hookspecs, model
-from kubectl_gitdrift.builtin import rules
+from kubectl_gitdrift.builtin.rules import ignored_but_overwritten, self_heal
 from kubectl_gitdrift.diagnose import syncwindows, tracking
 from tests.conftest import TESTDATA
 
@@ -53,7 +53,7 @@ def test_every_code_has_a_scenario_with_evidence() -> None:
     ("attempts", "delay"), [(0, 0), (1, 2), (2, 6), (3, 18), (4, 54), (5, 162), (6, 300), (9, 300)]
 )
 def test_self_heal_backoff(attempts: int, delay: int) -> None:
-    assert rules.self_heal_delay(attempts) == delay
+    assert self_heal.self_heal_delay(attempts) == delay
 
 
 def _app(**kw: object) -> model.Application:
@@ -154,13 +154,13 @@ def test_ignored_but_overwritten_respects_the_sync_option() -> None:
             self.app, self.settings, self.drifts, self.live = app, model.Settings(), [drift], []
             self.managed_fields_known = True
 
-    assert [f.code for f in rules.ignored_but_overwritten(Ctx(_app()))] == [
+    assert [f.code for f in ignored_but_overwritten.check(Ctx(_app()))] == [
         "ignored-but-overwritten"
     ]
     respect = _app(
         sync_policy=model.SyncPolicy(True, sync_options=("RespectIgnoreDifferences=true",))
     )
-    assert list(rules.ignored_but_overwritten(Ctx(respect))) == []
+    assert list(ignored_but_overwritten.check(Ctx(respect))) == []
 
 
 @pytest.mark.parametrize(
