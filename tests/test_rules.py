@@ -1,15 +1,22 @@
-"""Built-in rules: every code is registered and documented; self-heal backoff; sync windows;
-tracking audit; and the diag-* scenarios each carry their code with evidence."""
+"""Built-in rules: one module per rule, every code registered and documented; self-heal
+backoff; sync windows; tracking audit; and the diag-* scenarios each carry their code with
+evidence."""
 
 from __future__ import annotations
 
+import ast
+import importlib
 import json
+import pkgutil
 from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
 
 import pytest
 
 from kubectl_gitdrift import hookcalls, model
 from kubectl_gitdrift.builtin import rules
+from kubectl_gitdrift.builtin.rules import ignored_but_overwritten, self_heal
 from kubectl_gitdrift.diagnose import syncwindows, tracking
 from tests.conftest import TESTDATA
 
@@ -39,6 +46,77 @@ def test_every_code_is_registered(pm) -> None:  # type: ignore[no-untyped-def]
     assert registered >= CODES
 
 
+RULE_MODULES = sorted(
+    m.name for m in pkgutil.iter_modules(rules.__path__) if m.name not in ("__init__", "_common")
+)
+"""builtin/rules/ minus the plugin (__init__) and the helpers (_common): one module per rule."""
+
+
+def _register_calls() -> list[tuple[str, Any, dict[str, Any]]]:
+    """What the builtin/rules plugin passes to `register`, in order."""
+    calls: list[tuple[str, Any, dict[str, Any]]] = []
+
+    def register(rule_id: str, fn: Any, **kw: Any) -> None:
+        calls.append((rule_id, fn, kw))
+
+    rules.gitdrift_register_rules(register)
+    return calls
+
+
+def test_each_rule_module_registers_one_rule_named_after_its_file() -> None:
+    by_module: dict[str, list[str]] = {}
+    for rule_id, fn, _ in _register_calls():
+        by_module.setdefault(fn.__module__, []).append(rule_id)
+    assert sorted(by_module) == [f"{rules.__name__}.{name}" for name in RULE_MODULES]
+    for name in RULE_MODULES:
+        module = importlib.import_module(f"{rules.__name__}.{name}")
+        rule_id = "builtin/" + name.replace("_", "-")
+        assert by_module[module.__name__] == [rule_id]
+        assert rule_id == module.ID
+
+
+def test_the_rules_register_in_their_historic_order() -> None:
+    # the order gitdrift_register_rules has always used; the split into modules kept it
+    assert [rule_id for rule_id, _, _ in _register_calls()] == [
+        "builtin/ssa-field-released",
+        "builtin/manual-drift",
+        "builtin/field-fight",
+        "builtin/sync-policy",
+        "builtin/self-heal",
+        "builtin/git-ahead",
+        "builtin/last-sync-failed",
+        "builtin/sync-windows",
+        "builtin/ignored-but-overwritten",
+        "builtin/tracking",
+        "builtin/controller-rbac",
+        "builtin/missing-extraneous",
+    ]
+
+
+@pytest.mark.parametrize("name", RULE_MODULES)
+def test_no_rule_module_imports_another(name: str) -> None:
+    path = Path(rules.__path__[0]) / f"{name}.py"
+    imported: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            imported.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            imported.add(node.module)
+            imported.update(f"{node.module}.{alias.name}" for alias in node.names)
+    others = {f"{rules.__name__}.{other}" for other in RULE_MODULES if other != name}
+    assert imported & others == set()
+
+
+def test_every_builtin_rule_has_a_doc(pm) -> None:  # type: ignore[no-untyped-def]
+    for _, _, kw in _register_calls():
+        assert kw["doc"].strip()
+    builtin = [r for r in hookspecs.collect_rules(pm) if r.plugin.startswith("builtin/")]
+    assert builtin
+    for rule in builtin:
+        assert rule.doc.strip(), rule.id
+        assert rule.doc != "Undocumented", rule.id  # what collect_rules puts for doc=""
+
+
 def test_every_code_has_a_scenario_with_evidence() -> None:
     seen: dict[str, list[str]] = {}
     for expected in sorted((TESTDATA / "scenarios").glob("diag-*/expected.json")):
@@ -53,7 +131,7 @@ def test_every_code_has_a_scenario_with_evidence() -> None:
     ("attempts", "delay"), [(0, 0), (1, 2), (2, 6), (3, 18), (4, 54), (5, 162), (6, 300), (9, 300)]
 )
 def test_self_heal_backoff(attempts: int, delay: int) -> None:
-    assert rules.self_heal_delay(attempts) == delay
+    assert self_heal.self_heal_delay(attempts) == delay
 
 
 def _app(**kw: object) -> model.Application:
@@ -154,13 +232,13 @@ def test_ignored_but_overwritten_respects_the_sync_option() -> None:
             self.app, self.settings, self.drifts, self.live = app, model.Settings(), [drift], []
             self.managed_fields_known = True
 
-    assert [f.code for f in rules.ignored_but_overwritten(Ctx(_app()))] == [
+    assert [f.code for f in ignored_but_overwritten.check(Ctx(_app()))] == [
         "ignored-but-overwritten"
     ]
     respect = _app(
         sync_policy=model.SyncPolicy(True, sync_options=("RespectIgnoreDifferences=true",))
     )
-    assert list(rules.ignored_but_overwritten(Ctx(respect))) == []
+    assert list(ignored_but_overwritten.check(Ctx(respect))) == []
 
 
 @pytest.mark.parametrize(
