@@ -119,9 +119,7 @@ class Settings:
         try:
             value = float(raw) if raw else DEFAULT_FETCH_TIMEOUT
         except ValueError:
-            raise UsageError(
-                f"{FETCH_TIMEOUT_ENV}={raw!r}: expected a number of seconds"
-            ) from None
+            raise UsageError(f"{FETCH_TIMEOUT_ENV}={raw!r}: expected a number of seconds") from None
         if value <= 0:
             raise UsageError(f"{FETCH_TIMEOUT_ENV}={raw!r}: expected a number of seconds above 0")
         return value

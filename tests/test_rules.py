@@ -110,7 +110,7 @@ def test_no_rule_module_imports_another(name: str) -> None:
 def test_every_builtin_rule_has_a_doc(pm) -> None:  # type: ignore[no-untyped-def]
     for _, _, kw in _register_calls():
         assert kw["doc"].strip()
-    builtin = [r for r in hookspecs.collect_rules(pm) if r.plugin.startswith("builtin/")]
+    builtin = [r for r in hookcalls.collect_rules(pm) if r.plugin.startswith("builtin/")]
     assert builtin
     for rule in builtin:
         assert rule.doc.strip(), rule.id
