@@ -25,7 +25,7 @@ from datetime import timedelta
 from typing import Any
 
 from kubectl_gitdrift import model
-from kubectl_gitdrift.compare import diff
+from kubectl_gitdrift.compare import changes
 from kubectl_gitdrift.diagnose import attribution, audit, rbac, syncwindows, tracking
 from kubectl_gitdrift.diagnose import rules as diagnosis
 from kubectl_gitdrift.hookspecs import RegisterRule, RuleContext, hookimpl
@@ -277,8 +277,8 @@ def _manual_message(
     values = (
         f"{field} differs from git"
         if change.secret
-        else f"{field}: {diff.order_note(change)}"
-        if diff.order_only(change)
+        else f"{field}: {changes.order_note(change)}"
+        if changes.order_only(change)
         else f"{field} is {_v(change.live)} in the cluster but {_v(change.desired)} in git"
     )
     owner = change.owner
@@ -546,8 +546,8 @@ def git_ahead(ctx: RuleContext) -> Iterator[Finding]:
                 "live": change.live,
                 "owner": change.owner.manager if change.owner else None,
             }
-            if diff.order_only(change):
-                item["note"] = diff.order_note(change)
+            if changes.order_only(change):
+                item["note"] = changes.order_note(change)
             if clue is not None and clue.commit is not None:
                 item["gitLastChange"] = clue.commit.evidence()
             moved.append(item)
