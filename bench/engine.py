@@ -3,7 +3,7 @@
 Usage: ``python bench/engine.py [--out DIR] [--repeat N] [--profile] [--strategy legacy|both]``.
 
 What it measures is what ``bench/run.py`` calls "normalize+diff+attribute": the CPU of every
-``diff.compare`` call and every ``attribution.attribute`` call that ``engine.run`` makes for the
+``legacy.compare`` call and every ``attribution.attribute`` call that ``engine.run`` makes for the
 2,000-object app (fixture ``one-app-2000``, generated under OUT/fixtures on first use, as
 ``bench/strategies.py`` does; its Python rendering of the overlay stands in for kustomize, checked
 identical by ``generate.py --verify``). One ``engine.run`` records those calls with their
@@ -80,7 +80,7 @@ def record(
     compares: list[tuple[Callable[..., model.Drift], tuple[Any, ...]]] = []
     attributes: list[tuple[model.Drift, Any]] = []
     saved: list[tuple[Any, str, Any]] = []
-    depth = [0]  # structured.compare calls diff.compare for some pairs: record the outer call
+    depth = [0]  # a strategy calls pairs.unpaired for some pairs: record the outer call
     spent = [0.0]
 
     def wrap(owner: Any, attr: str) -> None:
@@ -164,7 +164,7 @@ def main(argv: list[str] | None = None) -> int:
         one.inputs(one.app, desired, state.objects),
         pm,
         opts,
-        ["kubectl_gitdrift.compare.diff.compare"],
+        ["kubectl_gitdrift.compare.legacy.compare", "kubectl_gitdrift.compare.pairs.unpaired"],
         first,
     )
     runs = {"legacy": legacy}
@@ -175,7 +175,8 @@ def main(argv: list[str] | None = None) -> int:
             opts,
             [
                 "kubectl_gitdrift.compare.structured.compare",
-                "kubectl_gitdrift.compare.diff.compare",
+                "kubectl_gitdrift.compare.legacy.compare",
+                "kubectl_gitdrift.compare.pairs.unpaired",
             ],
         )
 

@@ -118,7 +118,7 @@ TIMERS: tuple[tuple[str, str, str], ...] = (
     ("compare: every app (workflow.run_one)", "kubectl_gitdrift.run.workflow", "run_one"),
     ("  engine.run", "kubectl_gitdrift.engine", "run"),
     ("    prepare desired", "kubectl_gitdrift.diagnose.tracking", "prepare_desired"),
-    ("    normalize+diff (diff.compare)", "kubectl_gitdrift.compare.diff", "compare"),
+    ("    normalize+diff (legacy.compare)", "kubectl_gitdrift.compare.legacy", "compare"),
     ("    attribute", "kubectl_gitdrift.diagnose.attribution", "attribute"),
     ("    attribution clues", "kubectl_gitdrift.diagnose.attribution", "gather"),
     ("    diagnose", "kubectl_gitdrift.diagnose.rules", "diagnose"),
@@ -138,7 +138,7 @@ LOAD = "load snapshot"
 RENDER = "render: every app (workflow.prepare)"
 BUILD = "    kustomize build (process)"
 STAND_IN = "    stand-in for kustomize (reads its YAML)"
-CORE = ("    normalize+diff (diff.compare)", "    attribute")
+CORE = ("    normalize+diff (legacy.compare)", "    attribute")
 """Target 1's "normalize+diff+attribute"."""
 ENGINE = "  engine.run"
 REPORT = ("report: to_dict", "report: text", "report: json", "report: --all output")

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field, replace
 import pluggy
 
 from kubectl_gitdrift import hookcalls, hookspecs, model
-from kubectl_gitdrift.compare import diff, fields, legacy, structured
+from kubectl_gitdrift.compare import fields, legacy, pairs, ssa, structured
 from kubectl_gitdrift.compare import strategies as compare
 from kubectl_gitdrift.diagnose import attribution, audit, rbac, remedies, tracking
 from kubectl_gitdrift.diagnose import rules as diagnosis
@@ -102,8 +102,8 @@ class LiveIndex:
 
 @dataclass(frozen=True)
 class Options:
-    schema: diff.SchemaLike | None = None
-    defaults: diff.DefaultsFn | None = None
+    schema: pairs.SchemaLike | None = None
+    defaults: pairs.DefaultsFn | None = None
     locate: remedies.Locator | None = None
     scope: tracking.ScopeFn = tracking.default_scope
     disabled_rules: Sequence[str] = ()
@@ -134,7 +134,7 @@ def run(inputs: Inputs, pm: pluggy.PluginManager, opts: Options) -> model.AppRep
         pm, "gitdrift_ignore_rules", app=app, live=inputs.live
     ):
         rules.extend((plugin, r) for r in contributed or ())
-    ctx = diff.CompareContext(
+    ctx = pairs.CompareContext(
         settings=settings,
         schema=opts.schema,
         defaults=opts.defaults,
@@ -143,9 +143,9 @@ def run(inputs: Inputs, pm: pluggy.PluginManager, opts: Options) -> model.AppRep
     )
     choice = compare.choose(app, settings)
     strategies = _Strategies(
-        structured.Context(
+        ssa.Context(
             ctx,
-            structured.Types.of(opts.schema, index.kinds.get(structured.CRD_KEY, ())),
+            ssa.Types.of(opts.schema, index.kinds.get(ssa.CRD_KEY, ())),
             choice,
         ),
         inputs.dry_run,
@@ -186,7 +186,7 @@ def run(inputs: Inputs, pm: pluggy.PluginManager, opts: Options) -> model.AppRep
             continue
         if not tracking.self_referenced(manifest.body, manifest.key, settings):
             continue
-        drift = diff.compare(None, manifest, ctx)
+        drift = pairs.unpaired(None, manifest, ctx)
         annotations = (manifest.body.get("metadata") or {}).get("annotations") or {}
         if "IgnoreExtraneous" in str(annotations.get("argocd.argoproj.io/compare-options", "")):
             drift = model.Drift(drift.key, drift.status, live=drift.live, counts=False)
@@ -275,7 +275,7 @@ def run(inputs: Inputs, pm: pluggy.PluginManager, opts: Options) -> model.AppRep
 class _Strategies:
     """Compares each pair with the strategy Argo CD uses for it."""
 
-    ctx: structured.Context
+    ctx: ssa.Context
     dry_run: Mapping[model.ObjectKey, model.Body] | None
     switched: list[model.ObjectKey] = field(default_factory=list)  # by their own annotation
     emulated: list[model.ObjectKey] = field(default_factory=list)  # SSD without a dry-run
@@ -289,12 +289,13 @@ class _Strategies:
             ctx = replace(self.ctx, choice=choice)
             self.switched.append(desired.key)
         if choice.strategy is model.DiffStrategy.SERVER_SIDE_DIFF:
-            from kubectl_gitdrift.compare import serverside  # only apps on Server-Side Diff
-
             answer = self.dry_run.get(desired.key) if self.dry_run is not None else None
-            if answer is None and live is not None:
+            if answer is not None and live is not None:
+                from kubectl_gitdrift.compare import serverside  # only apps on Server-Side Diff
+
+                return serverside.compare(desired, live, ctx, answer)
+            if live is not None:  # offline: the emulation, as the same server would compute it
                 self.emulated.append(desired.key)
-            return serverside.compare(desired, live, ctx, answer)
         return structured.compare(desired, live, ctx)
 
     def notes(self) -> list[str]:
@@ -422,7 +423,7 @@ def sync_status(drifts: Sequence[model.Drift]) -> model.SyncStatus:
     return model.SyncStatus.SYNCED
 
 
-def _normalizer(pm: pluggy.PluginManager) -> diff.NormalizerFn | None:
+def _normalizer(pm: pluggy.PluginManager) -> pairs.NormalizerFn | None:
     if not pm.hook.gitdrift_normalize.get_hookimpls():
         return None
 

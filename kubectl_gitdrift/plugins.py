@@ -234,7 +234,9 @@ def _version_of(plugin: object, source: str) -> str:
     return str(getattr(plugin, "__version__", "") or "-")
 
 
-def apply_ignore_rules(body: Mapping[str, Any], rules: Iterable[model.IgnoreRule]) -> dict[str, Any]:
+def apply_ignore_rules(
+    body: Mapping[str, Any], rules: Iterable[model.IgnoreRule]
+) -> dict[str, Any]:
     """A copy of `body` without the fields `rules` name (JSON pointers, jq paths), as gitdrift
     removes them before comparing: for testing a plugin's `gitdrift_ignore_rules` on real objects.
     Rules that name managers (`managed_fields_managers`) need the run's managedFields and are not

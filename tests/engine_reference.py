@@ -467,7 +467,7 @@ def _remarshal_at(body: Any, path: Sequence[str], node: Node) -> None:
     _remarshal_at(body[path[0]], path[1:], node)
 
 
-# --------------------------------------------------------------------------- Secrets (diff.py)
+# --------------------------------------------------------------------------- Secrets (diff.py, now masking.py)
 
 import json
 from dataclasses import replace

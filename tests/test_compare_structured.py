@@ -12,7 +12,16 @@ import pytest
 import yaml
 
 from kubectl_gitdrift import model
-from kubectl_gitdrift.compare import defaults, diff, openapi, schema, serverside, smd, structured
+from kubectl_gitdrift.compare import (
+    defaults,
+    openapi,
+    pairs,
+    schema,
+    serverside,
+    smd,
+    ssa,
+    structured,
+)
 from kubectl_gitdrift.compare.strategies import MANAGER, Choice
 from tests.conftest import TESTDATA
 
@@ -191,12 +200,12 @@ def test_fields_v1_paths_are_canonical() -> None:
 # --------------------------------------------------------------------------- whole comparisons
 
 
-def _ctx(live: list[model.Manifest] = ()) -> structured.Context:  # type: ignore[assignment]
-    base = diff.CompareContext(
+def _ctx(live: list[model.Manifest] = ()) -> ssa.Context:  # type: ignore[assignment]
+    base = pairs.CompareContext(
         settings=model.Settings(), schema=SCHEMA, defaults=defaults.apply_defaults
     )
     choice = Choice(model.DiffStrategy.STRUCTURED_MERGE, "test")
-    return structured.Context(base, structured.Types.of(SCHEMA, live), choice)
+    return ssa.Context(base, ssa.Types.of(SCHEMA, live), choice)
 
 
 def _manifest(body: dict[str, Any]) -> model.Manifest:
@@ -234,7 +243,7 @@ def test_server_side_diff_uses_the_dry_run_answer() -> None:
     path = TESTDATA / "apiserver/ssa/02-service-co-owned-fields-kept"
     live, desired, answer, _ = _recording(path)
     ctx = _ctx()
-    ctx = structured.Context(ctx.base, ctx.types, Choice(model.DiffStrategy.SERVER_SIDE_DIFF, ""))
+    ctx = ssa.Context(ctx.base, ctx.types, Choice(model.DiffStrategy.SERVER_SIDE_DIFF, ""))
     drift = serverside.compare(_manifest(desired), _manifest(live), ctx, answer)
     paths = [model.display_path(c.path) for c in drift.changes]
     assert paths == ["metadata.labels.team"]  # only one field differs from live
@@ -244,14 +253,14 @@ def test_server_side_diff_answer_gets_the_ignore_rules() -> None:
     path = TESTDATA / "apiserver/ssa/02-service-co-owned-fields-kept"
     live, desired, answer, _ = _recording(path)
     rule = model.IgnoreRule(group="", kind="Service", json_pointers=("/metadata/labels/team",))
-    base = diff.CompareContext(
+    base = pairs.CompareContext(
         settings=model.Settings(),
         schema=SCHEMA,
         defaults=defaults.apply_defaults,
         ignore_rules=[("application", rule)],
     )
     choice = Choice(model.DiffStrategy.SERVER_SIDE_DIFF, "")
-    ctx = structured.Context(base, structured.Types.of(SCHEMA, []), choice)
+    ctx = ssa.Context(base, ssa.Types.of(SCHEMA, []), choice)
     drift = serverside.compare(_manifest(desired), _manifest(live), ctx, answer)
     assert drift.status is model.ResourceStatus.SYNCED
     assert [model.display_path(s.change.path) for s in drift.suppressed] == ["metadata.labels.team"]
@@ -278,7 +287,7 @@ def test_webhook_mutations_count_only_with_include_mutation_webhook(include: boo
     mutated["metadata"]["annotations"]["webhook.example.com/injected"] = "yes"
     ctx = _ctx()
     choice = Choice(model.DiffStrategy.SERVER_SIDE_DIFF, "", include_mutation_webhook=include)
-    ctx = structured.Context(ctx.base, ctx.types, choice)
+    ctx = ssa.Context(ctx.base, ctx.types, choice)
     drift = serverside.compare(_manifest(desired), _manifest(live), ctx, mutated)
     paths = [model.display_path(c.path) for c in drift.changes]
     assert paths == (['metadata.annotations["webhook.example.com/injected"]'] if include else [])

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from kubectl_gitdrift import model
-from kubectl_gitdrift.compare import defaults, diff
+from kubectl_gitdrift.compare import changes, defaults, legacy, masking, merge, pairs
 from kubectl_gitdrift.compare.normalize import LAST_APPLIED
 from kubectl_gitdrift.compare.openapi import load_builtin_definitions
 from kubectl_gitdrift.compare.schema import Node, Schema
@@ -25,8 +25,8 @@ def schema() -> Schema:
 
 
 @pytest.fixture(scope="module")
-def ctx(schema: Schema) -> diff.CompareContext:
-    return diff.CompareContext(
+def ctx(schema: Schema) -> pairs.CompareContext:
+    return pairs.CompareContext(
         settings=model.Settings(), schema=schema, defaults=defaults.apply_defaults
     )
 
@@ -69,7 +69,7 @@ def _pod(containers: list[dict[str, Any]], **spec: Any) -> dict[str, Any]:
 )
 def test_three_way_maps(orig: Any, desired: Any, live: Any, expected: Any) -> None:
     before = copy.deepcopy(live)
-    assert diff.predict(orig, desired, live, None, strategic=True) == expected
+    assert merge.predict(orig, desired, live, None, strategic=True) == expected
     assert live == before
 
 
@@ -77,7 +77,7 @@ def test_containers_merge_by_name_and_keep_live_only_items(schema: Schema) -> No
     node = _node(schema, "apps", "Deployment")
     desired = _pod([{"name": "app", "image": "v2"}])
     live = _pod([{"name": "app", "image": "v1", "imagePullPolicy": "Always"}, {"name": "side"}])
-    got = diff.predict(desired, desired, live, node, strategic=True)
+    got = merge.predict(desired, desired, live, node, strategic=True)
     assert got["spec"]["template"]["spec"]["containers"] == [
         {"name": "app", "image": "v2", "imagePullPolicy": "Always"},
         {"name": "side"},
@@ -89,7 +89,7 @@ def test_items_dropped_from_last_applied_are_deleted(schema: Schema) -> None:
     orig = _pod([{"name": "app"}, {"name": "old"}])
     desired = _pod([{"name": "app"}])
     live = _pod([{"name": "app"}, {"name": "old"}, {"name": "injected"}])
-    got = diff.predict(orig, desired, live, node, strategic=True)
+    got = merge.predict(orig, desired, live, node, strategic=True)
     assert [c["name"] for c in got["spec"]["template"]["spec"]["containers"]] == [
         "app",
         "injected",
@@ -100,7 +100,7 @@ def test_atomic_lists_are_replaced_whole(schema: Schema) -> None:
     node = _node(schema, "apps", "Deployment")
     desired = _pod([{"name": "app", "args": ["--a"]}])
     live = _pod([{"name": "app", "args": ["--a", "--b"]}])
-    got = diff.predict(desired, desired, live, node, strategic=True)
+    got = merge.predict(desired, desired, live, node, strategic=True)
     assert got["spec"]["template"]["spec"]["containers"][0]["args"] == ["--a"]
 
 
@@ -132,7 +132,7 @@ def test_retain_keys(
             body = {elem: body}
         return dict(body)
 
-    got = diff.predict(at(desired), at(desired), at(live), node, strategic=True)
+    got = merge.predict(at(desired), at(desired), at(live), node, strategic=True)
     assert model.lookup(got, path) == (True, expected)
 
 
@@ -153,7 +153,7 @@ def test_retain_keys(
     ],
 )
 def test_json_merge_for_custom_resources(orig: Any, desired: Any, live: Any, expected: Any) -> None:
-    assert diff.predict(orig, desired, live, None, strategic=False) == expected
+    assert merge.predict(orig, desired, live, None, strategic=False) == expected
 
 
 def test_strip_to() -> None:
@@ -162,7 +162,7 @@ def test_strip_to() -> None:
         {"apiVersion": "v1", "metadata": {"name": "d", "x": None}, "spec": {"a": 1, "b": 2}},
         {"extra": True},
     ]
-    assert diff.strip_to(shape, value) == [
+    assert merge.strip_to(shape, value) == [
         {"metadata": {"name": "d"}, "spec": {"a": 1}},
         {"extra": True},
     ]
@@ -181,8 +181,8 @@ def _service(affinity: str, **extra: Any) -> dict[str, Any]:
     }
 
 
-def test_fields_defaulting_brings_in_are_not_listed(ctx: diff.CompareContext) -> None:
-    drift = diff.compare(_manifest(_service("ClientIP")), _manifest(_service("None")), ctx)
+def test_fields_defaulting_brings_in_are_not_listed(ctx: pairs.CompareContext) -> None:
+    drift = legacy.compare(_manifest(_service("ClientIP")), _manifest(_service("None")), ctx)
     assert drift.status is model.ResourceStatus.OUT_OF_SYNC
     assert _paths(drift) == ["spec.sessionAffinity"]
     assert drift.predicted is not None
@@ -191,7 +191,7 @@ def test_fields_defaulting_brings_in_are_not_listed(ctx: diff.CompareContext) ->
     }
 
 
-def test_a_default_git_drops_is_drift_only_if_live_differs(ctx: diff.CompareContext) -> None:
+def test_a_default_git_drops_is_drift_only_if_live_differs(ctx: pairs.CompareContext) -> None:
     def deployment(**spec: Any) -> dict[str, Any]:
         body = {
             "apiVersion": "apps/v1",
@@ -206,7 +206,7 @@ def test_a_default_git_drops_is_drift_only_if_live_differs(ctx: diff.CompareCont
     live["metadata"]["annotations"] = {
         "kubectl.kubernetes.io/last-applied-configuration": json.dumps(orig)
     }
-    drift = diff.compare(_manifest(deployment()), _manifest(live), ctx)
+    drift = legacy.compare(_manifest(deployment()), _manifest(live), ctx)
     assert _paths(drift) == ["spec.replicas", "spec.revisionHistoryLimit"]
     assert [(c.desired, c.live) for c in drift.changes] == [(1, 3), (10, 5)]
 
@@ -229,10 +229,12 @@ def test_suppressed_names_the_rule_that_hid_each_field(schema: Schema) -> None:
         ("team", rule("*", "*", json_pointers=("/spec/type",), rule_id="r2")),
         ("team", rule("apps", "*", json_pointers=("/spec",), rule_id="r3")),
     ]
-    ctx = diff.CompareContext(model.Settings(), schema, defaults.apply_defaults, ignore_rules=rules)
+    ctx = pairs.CompareContext(
+        model.Settings(), schema, defaults.apply_defaults, ignore_rules=rules
+    )
     desired = _service("ClientIP", type="NodePort")
     live = _service("None", type="ClusterIP")
-    drift = diff.compare(_manifest(desired), _manifest(live), ctx)
+    drift = legacy.compare(_manifest(desired), _manifest(live), ctx)
     assert drift.status is model.ResourceStatus.SYNCED
     hidden = {model.display_path(s.change.path): (s.rule, s.plugin) for s in drift.suppressed}
     assert hidden["spec.sessionAffinity"] == ("r1", "application")
@@ -252,7 +254,7 @@ def _recorded_secret() -> dict[str, Any]:
 PLAIN = ("reference-only-not-a-real-password", "cmVmZXJlbmNlLW9ubHktbm90LWEtcmVhbC1wYXNzd29yZA")
 
 
-def test_secret_values_never_leave_compare(ctx: diff.CompareContext) -> None:
+def test_secret_values_never_leave_compare(ctx: pairs.CompareContext) -> None:
     live = _recorded_secret()
     desired = {
         "apiVersion": "v1",
@@ -268,7 +270,7 @@ def test_secret_values_never_leave_compare(ctx: diff.CompareContext) -> None:
         "type": "Opaque",
         "stringData": {"username": "guestbook", "password": "rotated-in-git"},
     }
-    drift = diff.compare(_manifest(desired), _manifest(live), ctx)
+    drift = legacy.compare(_manifest(desired), _manifest(live), ctx)
     assert _paths(drift) == ["data.password"]
     (change,) = drift.changes
     assert (change.desired, change.live, change.secret) == ("+" * 8, "+" * 12, True)
@@ -297,13 +299,13 @@ def test_changes_anywhere_in_a_secret_are_masked(path: model.FieldPath, value: A
     drift = model.Drift(
         model.ObjectKey("", "Secret", "ns", "s"), model.ResourceStatus.OUT_OF_SYNC, (change,)
     )
-    masked = diff.mask_drift(drift)
+    masked = masking.mask_drift(drift)
     assert "c2VjcmV0" not in repr(masked)
     assert "secret" not in repr(masked.changes[0].desired)
 
 
 def test_masker_tokens_keep_changed_and_unchanged_visible() -> None:
-    masker = diff.Masker()
+    masker = masking.Masker()
     assert masker.token("a", "x") == "+" * 8
     assert masker.token("a", "y") == "+" * 12
     assert masker.token("a", "x") == "+" * 8
@@ -329,10 +331,10 @@ def _report(*drifts: model.Drift) -> model.Report:
     return model.Report((app,), "offline")
 
 
-def test_render_diff_layout(ctx: diff.CompareContext) -> None:
-    modified = diff.compare(_manifest(_service("ClientIP")), _manifest(_service("None")), ctx)
-    synced = diff.compare(_manifest(_service("None")), _manifest(_service("None")), ctx)
-    missing = diff.compare(
+def test_render_diff_layout(ctx: pairs.CompareContext) -> None:
+    modified = legacy.compare(_manifest(_service("ClientIP")), _manifest(_service("None")), ctx)
+    synced = legacy.compare(_manifest(_service("None")), _manifest(_service("None")), ctx)
+    missing = legacy.compare(
         _manifest({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}}), None, ctx
     )
     text = difftext.render_diff(_report(synced, missing, modified))
@@ -392,29 +394,29 @@ def _app(env: list[dict[str, Any]], **extra: Any) -> dict[str, Any]:
     return {"name": "app", "image": "shop/web:1.4.2", "env": env, **extra}
 
 
-def test_git_reordering_a_keyed_list_is_out_of_sync(ctx: diff.CompareContext) -> None:
+def test_git_reordering_a_keyed_list_is_out_of_sync(ctx: pairs.CompareContext) -> None:
     """$setElementOrder carries git's order, so predicted lists env as git does; live still has
     the synced order: Argo CD says OutOfSync and reports the whole list."""
     synced = _deploy([_app(ENV)])
     desired = _deploy([_app(ENV[::-1])])
-    drift = diff.compare(_manifest(desired), _manifest(_deploy([_app(ENV)], synced)), ctx)
+    drift = legacy.compare(_manifest(desired), _manifest(_deploy([_app(ENV)], synced)), ctx)
     assert drift.status is model.ResourceStatus.OUT_OF_SYNC
     assert _paths(drift) == ["spec.template.spec.containers[name=app].env"]
     (change,) = drift.changes
     assert change.op is model.Op.CHANGE
     assert [e["name"] for e in change.desired] == ["FEATURE_FLAGS", "LOG_LEVEL"]
     assert [e["name"] for e in change.live] == ["LOG_LEVEL", "FEATURE_FLAGS"]
-    assert diff.order_only(change)
-    assert diff.order_note(change) == (
+    assert changes.order_only(change)
+    assert changes.order_note(change) == (
         "only the order of env differs: git lists FEATURE_FLAGS, LOG_LEVEL; "
         "the cluster LOG_LEVEL, FEATURE_FLAGS"
     )
 
 
-def test_live_reordering_a_keyed_list_is_out_of_sync(ctx: diff.CompareContext) -> None:
+def test_live_reordering_a_keyed_list_is_out_of_sync(ctx: pairs.CompareContext) -> None:
     """The same patch puts git's order back over a live re-order (kubectl apply would)."""
     synced = _deploy([_app(ENV)])
-    drift = diff.compare(_manifest(synced), _manifest(_deploy([_app(ENV[::-1])], synced)), ctx)
+    drift = legacy.compare(_manifest(synced), _manifest(_deploy([_app(ENV[::-1])], synced)), ctx)
     assert _paths(drift) == ["spec.template.spec.containers[name=app].env"]
 
 
@@ -422,13 +424,13 @@ def test_live_reordering_a_keyed_list_is_out_of_sync(ctx: diff.CompareContext) -
     "live_names",
     [["app", "istio-proxy"], ["istio-proxy", "app"], ["a", "istio-proxy", "app"]],
 )
-def test_injected_items_keep_their_place(ctx: diff.CompareContext, live_names: list[str]) -> None:
+def test_injected_items_keep_their_place(ctx: pairs.CompareContext, live_names: list[str]) -> None:
     """Items only live has (an injected sidecar) stay where the server put them: mergeSortedSlice
     weaves them in by their live position, so git's items in live's order are Synced."""
     git = [{"name": n, "image": f"{n}:1"} for n in live_names if n != "istio-proxy"]
     live = [{"name": n, "image": f"{n}:1"} for n in live_names]
     synced = _deploy(git)
-    drift = diff.compare(_manifest(synced), _manifest(_deploy(live, synced)), ctx)
+    drift = legacy.compare(_manifest(synced), _manifest(_deploy(live, synced)), ctx)
     assert drift.status is model.ResourceStatus.SYNCED, _paths(drift)
 
 
@@ -451,7 +453,7 @@ def test_injected_items_keep_their_place(ctx: diff.CompareContext, live_names: l
 def test_element_order(
     server_only: list[str], patched: list[str], live: list[str], expected: list[str]
 ) -> None:
-    assert diff.element_order(server_only, patched, live, lambda v: v) == expected
+    assert merge.element_order(server_only, patched, live, lambda v: v) == expected
 
 
 def test_git_adding_an_item_next_to_an_injected_one(schema: Schema) -> None:
@@ -459,7 +461,7 @@ def test_git_adding_an_item_next_to_an_injected_one(schema: Schema) -> None:
     orig = _pod([{"name": "app"}])
     desired = _pod([{"name": "app"}, {"name": "new"}])
     live = _pod([{"name": "app"}, {"name": "istio-proxy"}])
-    got = diff.predict(orig, desired, live, node, strategic=True)
+    got = merge.predict(orig, desired, live, node, strategic=True)
     names = [c["name"] for c in got["spec"]["template"]["spec"]["containers"]]
     assert names == ["app", "new", "istio-proxy"]
 
@@ -469,21 +471,21 @@ def test_scalar_merge_list_keeps_server_items_in_place(schema: Schema) -> None:
     node = _node(schema, "apps", "Deployment")
     desired = {"metadata": {"finalizers": ["example.com/a"]}}
     live = {"metadata": {"finalizers": ["kubernetes.io/x", "example.com/a"]}}
-    got = diff.predict(desired, desired, live, node, strategic=True)
+    got = merge.predict(desired, desired, live, node, strategic=True)
     assert got == live
 
 
-def test_items_changed_and_reordered_report_the_items(ctx: diff.CompareContext) -> None:
+def test_items_changed_and_reordered_report_the_items(ctx: pairs.CompareContext) -> None:
     """When an item also changed, the item is what differs; the order is not listed apart."""
     synced = _deploy([_app(ENV)])
     desired = _deploy([_app([{"name": "FEATURE_FLAGS", "value": "cart"}, ENV[0]])])
-    drift = diff.compare(_manifest(desired), _manifest(_deploy([_app(ENV)], synced)), ctx)
+    drift = legacy.compare(_manifest(desired), _manifest(_deploy([_app(ENV)], synced)), ctx)
     env = "spec.template.spec.containers[name=app].env"
     assert _paths(drift) == [f"{env}[name=FEATURE_FLAGS].value"]
-    assert not any(diff.order_only(c) for c in drift.changes)
+    assert not any(changes.order_only(c) for c in drift.changes)
 
 
-def test_service_ports_reordered(ctx: diff.CompareContext) -> None:
+def test_service_ports_reordered(ctx: pairs.CompareContext) -> None:
     ports = [
         {"name": "http", "port": 80, "targetPort": "http"},
         {"name": "metrics", "port": 9090, "targetPort": 9090},
@@ -498,10 +500,10 @@ def test_service_ports_reordered(ctx: diff.CompareContext) -> None:
 
     synced = service(ports)
     live = service([{**p, "protocol": "TCP"} for p in ports], synced)
-    drift = diff.compare(_manifest(service(ports[::-1])), _manifest(live), ctx)
+    drift = legacy.compare(_manifest(service(ports[::-1])), _manifest(live), ctx)
     assert _paths(drift) == ["spec.ports"]
-    assert diff.order_only(drift.changes[0])
-    same = diff.compare(_manifest(synced), _manifest(live), ctx)
+    assert changes.order_only(drift.changes[0])
+    same = legacy.compare(_manifest(synced), _manifest(live), ctx)
     assert same.status is model.ResourceStatus.SYNCED
 
 
@@ -540,9 +542,9 @@ FILLED = [{"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list", "w
 def test_aggregated_cluster_role_rules(
     schema: Schema, git: Any, live: Any, settings: model.Settings, status: model.ResourceStatus
 ) -> None:
-    ctx = diff.CompareContext(settings, schema, defaults.apply_defaults)
+    ctx = pairs.CompareContext(settings, schema, defaults.apply_defaults)
     synced = _aggregated(git)
-    drift = diff.compare(_manifest(synced), _manifest(_aggregated(live, synced)), ctx)
+    drift = legacy.compare(_manifest(synced), _manifest(_aggregated(live, synced)), ctx)
     assert drift.status is status
     if status is model.ResourceStatus.OUT_OF_SYNC:
         assert [(c.op, model.display_path(c.path)) for c in drift.changes] == [
@@ -602,9 +604,9 @@ EXPLICIT = {k: v for k, v in SERVED.items() if k != "status"}
     ],
 )
 def test_claim_templates_rewritten_by_defaulting(
-    ctx: diff.CompareContext, git: Any, served: Any, status: model.ResourceStatus
+    ctx: pairs.CompareContext, git: Any, served: Any, status: model.ResourceStatus
 ) -> None:
-    drift = diff.compare(_manifest(_sts(git)), _manifest(_sts(served, _sts(CLAIM))), ctx)
+    drift = legacy.compare(_manifest(_sts(git)), _manifest(_sts(served, _sts(CLAIM))), ctx)
     assert drift.status is status, _paths(drift)
     if status is model.ResourceStatus.OUT_OF_SYNC:
         assert _paths(drift) == ["spec.volumeClaimTemplates"]

@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kubectl_gitdrift import model
-from kubectl_gitdrift.compare import diff, normalize, quantity, smd
+from kubectl_gitdrift.compare import masking, merge, normalize, quantity, smd
 from kubectl_gitdrift.compare.openapi import load_builtin_definitions
 from kubectl_gitdrift.compare.schema import Schema
 from tests import engine_reference as ref
@@ -142,8 +142,8 @@ def test_predict_matches_the_reference(
     want = ref.predict(
         _sentinel(ref, orig, how), desired, live, node, strategic=strategic, retain=retain
     )
-    got = diff.predict(
-        _sentinel(diff, orig, how), desired, live, node, strategic=strategic, retain=retain
+    got = merge.predict(
+        _sentinel(merge, orig, how), desired, live, node, strategic=strategic, retain=retain
     )
     assert strict(got) == strict(want)
 
@@ -151,7 +151,7 @@ def test_predict_matches_the_reference(
 @MANY
 @given(values)
 def test_without_nulls_matches_the_reference(value: Any) -> None:
-    assert strict(diff._without_nulls(value)) == strict(ref._without_nulls(value))
+    assert strict(merge._without_nulls(value)) == strict(ref._without_nulls(value))
 
 
 # --------------------------------------------------------------------------- remarshal
@@ -286,7 +286,7 @@ def secret_drifts(draw: st.DrawFn) -> model.Drift:
 @MANY
 @given(secret_drifts())
 def test_masking_matches_the_reference(drift: model.Drift) -> None:
-    assert repr(diff.mask_drift(drift)) == repr(ref.mask_drift(drift))
+    assert repr(masking.mask_drift(drift)) == repr(ref.mask_drift(drift))
 
 
 # --------------------------------------------------------------------------- JSON texts

@@ -2,7 +2,7 @@
 
 - yamlio never raises anything but a GitDriftError, whatever text or bytes it is given, and
   reads back what a YAML dumper wrote;
-- snapshot.from_documents and diff.compare never crash on Kubernetes-like objects (well-formed
+- snapshot.from_documents and legacy.compare never crash on Kubernetes-like objects (well-formed
   or not), and the diff keeps its invariants on them: an object never drifts from itself,
   normalizing twice equals normalizing once, swapping sides swaps ADD and REMOVE;
 - Secret fingerprinting never lets a value through.
@@ -25,14 +25,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kubectl_gitdrift import model, yamlio
-from kubectl_gitdrift.compare import defaults, diff, normalize
+from kubectl_gitdrift.compare import changes, defaults, legacy, normalize, pairs
 from kubectl_gitdrift.compare.openapi import load_builtin_definitions
 from kubectl_gitdrift.compare.schema import Schema
 from kubectl_gitdrift.errors import GitDriftError
 from kubectl_gitdrift.live import snapshot
 
 SCHEMA = Schema(load_builtin_definitions("1.33"))
-CTX = diff.CompareContext(model.Settings(), SCHEMA, defaults.apply_defaults)
+CTX = pairs.CompareContext(model.Settings(), SCHEMA, defaults.apply_defaults)
 
 
 def bounded(examples: int) -> settings:
@@ -291,7 +291,7 @@ def test_fingerprinting_keeps_no_secret_value(body: dict[str, Any], key: bytes) 
 @bounded(150)
 @given(kube_objects())
 def test_no_kind_ever_drifts_from_itself(body: dict[str, Any]) -> None:
-    drift = diff.compare(manifest(body), manifest(copy.deepcopy(body)), CTX)
+    drift = legacy.compare(manifest(body), manifest(copy.deepcopy(body)), CTX)
     assert drift.changes == ()
     assert drift.status is model.ResourceStatus.SYNCED
 
@@ -300,7 +300,7 @@ def test_no_kind_ever_drifts_from_itself(body: dict[str, Any]) -> None:
 @given(kube_objects())
 def test_normalizing_any_kind_twice_equals_once(body: dict[str, Any]) -> None:
     key = model.ObjectKey.of(body)
-    node = diff.type_of(SCHEMA, key, body["apiVersion"].rpartition("/")[2])
+    node = pairs.type_of(SCHEMA, key, body["apiVersion"].rpartition("/")[2])
     once = normalize.remarshal(copy.deepcopy(body), node)
     assert normalize.remarshal(copy.deepcopy(once), node) == once
     twice = copy.deepcopy(once)
@@ -315,7 +315,7 @@ def test_normalizing_any_kind_twice_equals_once(body: dict[str, Any]) -> None:
 def test_compare_never_crashes_and_masks_secrets(body: dict[str, Any], data: st.DataObject) -> None:
     other = twin(body, data)
     for desired, live in ((body, other), (other, body), (body, None), (None, other)):
-        drift = diff.compare(
+        drift = legacy.compare(
             manifest(copy.deepcopy(desired)) if desired is not None else None,
             manifest(copy.deepcopy(live)) if live is not None else None,
             CTX,
@@ -334,9 +334,12 @@ def test_swapping_live_and_desired_swaps_add_and_remove(
     body: dict[str, Any], data: st.DataObject
 ) -> None:
     other = twin(body, data)
-    a, b = diff.comparable(copy.deepcopy(body), None), diff.comparable(copy.deepcopy(other), None)
-    forward = diff.changes(a, b)
-    backward = diff.changes(b, a)
+    a, b = (
+        changes.comparable(copy.deepcopy(body), None),
+        changes.comparable(copy.deepcopy(other), None),
+    )
+    forward = changes.changes(a, b)
+    backward = changes.changes(b, a)
     flip = {model.Op.ADD: model.Op.REMOVE, model.Op.REMOVE: model.Op.ADD}
     assert sorted(
         (model.display_path(c.path), flip.get(c.op, c.op).value) for c in forward

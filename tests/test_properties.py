@@ -13,14 +13,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kubectl_gitdrift import model
-from kubectl_gitdrift.compare import defaults, diff, normalize
+from kubectl_gitdrift.compare import changes, defaults, legacy, normalize, pairs
 from kubectl_gitdrift.compare.openapi import load_builtin_definitions
 from kubectl_gitdrift.compare.schema import Schema
 from tests.conftest import TESTDATA, load_make_repo
 
 SCENARIOS = sorted(p for p in (TESTDATA / "scenarios").iterdir() if (p / "repo-src").is_dir())
 SCHEMA = Schema(load_builtin_definitions("1.33"))
-CTX = diff.CompareContext(model.Settings(), SCHEMA, defaults.apply_defaults)
+CTX = pairs.CompareContext(model.Settings(), SCHEMA, defaults.apply_defaults)
 DEPLOYMENT = SCHEMA.root("apps", "v1", "Deployment")
 
 # --------------------------------------------------------------------------- strategies
@@ -110,7 +110,7 @@ FAST = settings(max_examples=80, deadline=None, suppress_health_check=[HealthChe
 @FAST
 @given(objects)
 def test_an_object_never_drifts_from_itself(spec: dict[str, Any]) -> None:
-    drift = diff.compare(_widget(spec), _widget(copy.deepcopy(spec)), CTX)
+    drift = legacy.compare(_widget(spec), _widget(copy.deepcopy(spec)), CTX)
     assert drift.changes == ()
     assert drift.status is model.ResourceStatus.SYNCED
 
@@ -120,7 +120,8 @@ def test_an_object_never_drifts_from_itself(spec: dict[str, Any]) -> None:
 def test_a_deployment_never_drifts_from_itself(body: dict[str, Any]) -> None:
     manifest = model.Manifest(model.ObjectKey.of(body), body)
     assert (
-        diff.compare(manifest, model.Manifest(manifest.key, copy.deepcopy(body)), CTX).changes == ()
+        legacy.compare(manifest, model.Manifest(manifest.key, copy.deepcopy(body)), CTX).changes
+        == ()
     )
 
 
@@ -157,8 +158,8 @@ def test_an_ignore_rule_removes_only_what_it_names(
 @FAST
 @given(objects, objects)
 def test_swapping_sides_swaps_add_and_remove(a: dict[str, Any], b: dict[str, Any]) -> None:
-    forward = diff.changes(diff.comparable(a, None), diff.comparable(b, None))
-    backward = diff.changes(diff.comparable(b, None), diff.comparable(a, None))
+    forward = changes.changes(changes.comparable(a, None), changes.comparable(b, None))
+    backward = changes.changes(changes.comparable(b, None), changes.comparable(a, None))
     flip = {model.Op.ADD: model.Op.REMOVE, model.Op.REMOVE: model.Op.ADD}
     mirrored = sorted(
         (model.display_path(c.path), flip.get(c.op, c.op).value, repr(c.live), repr(c.desired))
@@ -187,9 +188,9 @@ def _live_objects(scenario: Path) -> list[dict[str, Any]]:
 def test_recorded_objects_never_drift_from_themselves(scenario: Path) -> None:
     for body in _live_objects(scenario):
         manifest = model.Manifest(model.ObjectKey.of(body), body)
-        drift = diff.compare(manifest, model.Manifest(manifest.key, copy.deepcopy(body)), CTX)
+        drift = legacy.compare(manifest, model.Manifest(manifest.key, copy.deepcopy(body)), CTX)
         assert drift.changes == (), manifest.key
-        node = diff.type_of(SCHEMA, manifest.key, body["apiVersion"].rpartition("/")[2])
+        node = pairs.type_of(SCHEMA, manifest.key, body["apiVersion"].rpartition("/")[2])
         once = normalize.remarshal(body, node)
         assert normalize.remarshal(once, node) == once
 
@@ -219,7 +220,7 @@ def test_scenario_snapshot_pins_the_built_sha(scenario: Path, tmp_path: Path) ->
 
 def _whole_diff(predicted: Any, live: Any, node: Any) -> list[model.Change]:
     """The comparison as it was defined first: comparable forms of both whole objects."""
-    return diff.changes(diff.comparable(predicted, node), diff.comparable(live, node))
+    return changes.changes(changes.comparable(predicted, node), changes.comparable(live, node))
 
 
 @settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
@@ -227,11 +228,11 @@ def _whole_diff(predicted: Any, live: Any, node: Any) -> list[model.Change]:
 def test_diff_walks_only_differing_subtrees_untyped(a: dict[str, Any], b: dict[str, Any]) -> None:
     """diff_bodies builds comparable forms only where the maps differ; the changes are those of
     comparing the whole objects."""
-    assert diff.diff_bodies(a, b, None, strategic=True) == _whole_diff(a, b, None)
+    assert changes.diff_bodies(a, b, None, strategic=True) == _whole_diff(a, b, None)
 
 
 @settings(max_examples=200, suppress_health_check=[HealthCheck.too_slow])
 @given(deployments, deployments)
 def test_diff_walks_only_differing_subtrees_typed(a: dict[str, Any], b: dict[str, Any]) -> None:
     """Same, through merge-keyed lists (containers by name, env by name) of a real schema."""
-    assert diff.diff_bodies(a, b, DEPLOYMENT, strategic=True) == _whole_diff(a, b, DEPLOYMENT)
+    assert changes.diff_bodies(a, b, DEPLOYMENT, strategic=True) == _whole_diff(a, b, DEPLOYMENT)

@@ -8,8 +8,9 @@ taken out first, as removeWebhookMutation does: the answer keeps only the fields
 and the fields the dry-run removed from live stay removed. The server has defaulted the answer,
 so nothing is defaulted here; the last-applied annotation is compared like any field.
 
-Offline (no dry-run answer) it is the structured-merge emulation, as the same server would
-compute it (`structured.compare`).
+Offline (no dry-run answer), or for an object on one side only, the caller compares with the
+structured-merge emulation instead, as the same server would compute it (`structured.compare`):
+the strategies do not know of each other.
 """
 
 from __future__ import annotations
@@ -17,33 +18,28 @@ from __future__ import annotations
 from typing import Any
 
 from kubectl_gitdrift import model
-from kubectl_gitdrift.compare import diff, normalize, smd, structured
+from kubectl_gitdrift.compare import normalize, pairs, smd, ssa
 from kubectl_gitdrift.compare.strategies import MANAGER
 
 
 def compare(
-    desired: model.Manifest | None,
-    live: model.Manifest | None,
-    ctx: structured.Context,
-    dry_run: model.Body | None = None,
+    desired: model.Manifest, live: model.Manifest, ctx: ssa.Context, dry_run: model.Body
 ) -> model.Drift:
-    """Compare one pair as Argo CD's Server-Side Diff does."""
-    if desired is None or live is None or dry_run is None:
-        return structured.compare(desired, live, ctx)
+    """Compare one pair as Argo CD's Server-Side Diff does, with the dry-run's answer."""
     key = desired.key
-    version = diff.version_of(desired.body, live.body)
+    version = pairs.version_of(desired.body, live.body)
     t, why = ctx.types.root(key.group, version, key.kind)
-    node = diff.type_of(ctx.base.schema, key, version)
-    answer = diff._normalize_side(dry_run, key, node, ctx.base)
+    node = pairs.type_of(ctx.base.schema, key, version)
+    answer = pairs.normalize_side(dry_run, key, node, ctx.base)
     if not ctx.choice.include_mutation_webhook:
         if t is None:
-            return structured._unknown(desired, live, why)
+            return ssa.unknown(desired, live, why)
         owned: smd.FieldSet = set()
         for manager, _, _, fields in smd.managers(answer):
             if manager == MANAGER:
                 owned |= fields
         if not owned:
-            return structured._unknown(
+            return ssa.unknown(
                 desired,
                 live,
                 f"the dry-run answer has no managedFields of {MANAGER}, so what mutating "
@@ -58,7 +54,7 @@ def compare(
             predicted = remove_webhook_mutation(predicted, current, t, owned)
         return _without_managed_fields(predicted), _without_managed_fields(current)
 
-    return structured.evaluate(desired, live, ctx, predict, defaults=False)
+    return ssa.evaluate(desired, live, ctx, predict, defaults=False)
 
 
 def remove_webhook_mutation(

@@ -4,7 +4,7 @@ For each Modified, Missing or Extraneous resource, sorted by group/kind/namespac
 line, `===== <group>/<kind> <namespace>/<name> ======`, then a unified diff of the normalized live
 object against the predicted one (live after applying git), both as YAML with sorted keys. Argo
 CD runs plain `diff`; a unified diff carries the same lines with context and is what reviewers
-expect. Secret values arrive masked (`++++++++` tokens) from `diff.compare`; a Secret that still
+expect. Secret values arrive masked (`++++++++` tokens) from the comparison; a Secret that still
 holds a value is masked here before anything is printed.
 
 Pure: data in, text out. With an enabled palette (the CLI's choice, for a terminal) the `=====`
@@ -21,7 +21,7 @@ from typing import Any
 import yaml
 
 from kubectl_gitdrift import model
-from kubectl_gitdrift.compare import diff
+from kubectl_gitdrift.compare import masking
 from kubectl_gitdrift.present import color
 
 __all__ = ["render_diff"]
@@ -105,7 +105,7 @@ def _plain(value: Any) -> Any:
 
 
 def _is_token(value: Any) -> bool:
-    return isinstance(value, str) and len(value) >= diff.MASK_SEED and set(value) == {"+"}
+    return isinstance(value, str) and len(value) >= masking.MASK_SEED and set(value) == {"+"}
 
 
 def _ensure_masked(live: Any, predicted: Any) -> tuple[Any, Any]:
@@ -120,7 +120,7 @@ def _ensure_masked(live: Any, predicted: Any) -> tuple[Any, Any]:
     )
     if not clear:
         return live, predicted
-    masker = diff.Masker()
+    masker = masking.Masker()
     masker.see(predicted)
     masker.see(live)
     return masker.body(live), masker.body(predicted)

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from kubectl_gitdrift import application, model
-from kubectl_gitdrift.compare import diff, normalize, openapi, schema
+from kubectl_gitdrift.compare import normalize, openapi, pairs, schema
 from kubectl_gitdrift.compare import strategies as compare
 from kubectl_gitdrift.diagnose import tracking
 from kubectl_gitdrift.errors import AppError, ClusterError, GitDriftError
@@ -286,7 +286,7 @@ def _server_dry_runs(
 
 
 def _dry_run_body(
-    manifest: model.Manifest, types: diff.SchemaLike, settings: model.Settings
+    manifest: model.Manifest, types: pairs.SchemaLike, settings: model.Settings
 ) -> dict[str, Any]:
     """The object Argo CD's Server-Side Diff applies: git's (tracking metadata written),
     remarshalled through the Go type of a built-in kind, then gitops-engine's Normalize without
@@ -294,7 +294,7 @@ def _dry_run_body(
     empty Role rules, Endpoints ports defaulted and sorted)."""
     version = str(manifest.body.get("apiVersion") or "").rpartition("/")[2]
     body: dict[str, Any] = normalize.remarshal(
-        manifest.body, diff.type_of(types, manifest.key, version)
+        manifest.body, pairs.type_of(types, manifest.key, version)
     )
     normalize.normalize_object(body, manifest.key, settings)
     return body

@@ -7,7 +7,7 @@ from typing import Any
 
 from kubectl_gitdrift import model
 from kubectl_gitdrift.builtin.rules._common import changed_drifts, clue_for, cluster_moved, kind_of
-from kubectl_gitdrift.compare import diff
+from kubectl_gitdrift.compare import changes
 from kubectl_gitdrift.hookspecs import RuleContext
 from kubectl_gitdrift.model import Finding, ResourceStatus, Severity
 
@@ -36,8 +36,8 @@ def check(ctx: RuleContext) -> Iterator[Finding]:
                 "live": change.live,
                 "owner": change.owner.manager if change.owner else None,
             }
-            if diff.order_only(change):
-                item["note"] = diff.order_note(change)
+            if changes.order_only(change):
+                item["note"] = changes.order_note(change)
             if clue is not None and clue.commit is not None:
                 item["gitLastChange"] = clue.commit.evidence()
             moved.append(item)

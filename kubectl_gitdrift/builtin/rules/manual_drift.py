@@ -18,7 +18,7 @@ from kubectl_gitdrift.builtin.rules._common import (
     kind_of,
     owner_evidence,
 )
-from kubectl_gitdrift.compare import diff
+from kubectl_gitdrift.compare import changes
 from kubectl_gitdrift.diagnose import attribution, audit, tracking
 from kubectl_gitdrift.hookspecs import RuleContext
 from kubectl_gitdrift.model import Finding, Severity
@@ -89,8 +89,8 @@ def _manual_message(
     values = (
         f"{field} differs from git"
         if change.secret
-        else f"{field}: {diff.order_note(change)}"
-        if diff.order_only(change)
+        else f"{field}: {changes.order_note(change)}"
+        if changes.order_only(change)
         else f"{field} is {brief(change.live)} in the cluster but {brief(change.desired)} in git"
     )
     owner = change.owner
