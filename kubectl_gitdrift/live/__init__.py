@@ -1,1 +1,4 @@
-"""Live wing (I/O edge): the cluster's state, read from a Kubernetes API server (the only kr8s user) or a snapshot file."""
+"""Live wing (I/O edge): the cluster's state, from a Kubernetes API server or a snapshot file.
+
+transport.py is the only module that runs kr8s and httpx.
+"""
