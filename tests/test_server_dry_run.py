@@ -587,7 +587,7 @@ def test_secret_values_from_a_dry_run_are_fingerprinted(tmp_path: Path) -> None:
     from kubectl_gitdrift import application as argo_application
     from kubectl_gitdrift import model
     from kubectl_gitdrift.diagnose import tracking
-    from kubectl_gitdrift.live import snapshot
+    from kubectl_gitdrift.live import fingerprints
     from kubectl_gitdrift.sources import render as source_render
 
     marker = "s3cr3t-marker-value"
@@ -625,7 +625,7 @@ def test_secret_values_from_a_dry_run_are_fingerprinted(tmp_path: Path) -> None:
     (predicted,) = target.dry_run.values()
     assert marker not in json.dumps(predicted)
     assert "czNjcjN0LW1hcmtlci12YWx1ZQ==" not in json.dumps(predicted)
-    assert predicted == snapshot.redact_secret(answer, key)
+    assert predicted == fingerprints.redact_secret(answer, key)
 
 
 @pytest.mark.server_dry_run

@@ -1,6 +1,6 @@
 """Gathers a live run's inputs through cluster.py: Argo CD's objects (Applications, its
 ConfigMaps, AppProjects), the apps rendered (workflow.prepare) while the LISTs they need are in
-flight, and the OpenAPI definitions of the kinds involved, as one snapshot.ClusterState.
+flight, and the OpenAPI definitions of the kinds involved, as one clusterstate.ClusterState.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from kubectl_gitdrift.compare import diff, normalize, openapi, schema
 from kubectl_gitdrift.compare import strategies as compare
 from kubectl_gitdrift.diagnose import tracking
 from kubectl_gitdrift.errors import AppError, ClusterError, GitDriftError
-from kubectl_gitdrift.live import snapshot
+from kubectl_gitdrift.live import clusterstate, fingerprints, snapshot
 from kubectl_gitdrift.run import workflow
 
 #: Overrides for transport.Config (tests shorten backoffs and page sizes here).
@@ -34,7 +34,7 @@ def gather_live(
     workdir: Path,
     progress: workflow.Progress,
     err: TextIO,
-) -> tuple[snapshot.ClusterState, list[workflow.Target]]:
+) -> tuple[clusterstate.ClusterState, list[workflow.Target]]:
     """Read Argo CD's objects, render, and LIST what the apps need, once each, concurrently:
     the LISTs known from the Applications (what Argo CD says each tracks, the context kinds of
     their namespaces) run while the apps render; the rest once the renders are known.
@@ -60,7 +60,7 @@ def _gather_live(
     workdir: Path,
     progress: workflow.Progress,
     err: TextIO,
-) -> tuple[snapshot.ClusterState, list[workflow.Target]]:
+) -> tuple[clusterstate.ClusterState, list[workflow.Target]]:
     # imports kr8s: only live runs pay for it
     from kubectl_gitdrift.live import cluster, listing, transport
 
@@ -144,7 +144,7 @@ def _gather_live(
             kc, involved, export=getattr(args, "command_snapshot", False)
         )
         err.writelines(f"note: {n}\n" for n in openapi_notes)  # about the tool, not the app
-        capture = snapshot.Capture(
+        capture = clusterstate.Capture(
             context=kc.context,
             server=kc.server,
             server_version=kc.version,
@@ -153,7 +153,7 @@ def _gather_live(
             definitions=definitions,
             fingerprint_key=fingerprint_key,
         )
-        state = snapshot.from_live(
+        state = clusterstate.from_live(
             docs.values(),
             f"cluster {kc.where}",
             capture=capture,
@@ -274,7 +274,7 @@ def _server_dry_runs(
             continue
         predicted = answer.predicted
         if key.group == "" and key.kind == "Secret":
-            predicted = snapshot.redact_secret(predicted, fingerprint_key)
+            predicted = fingerprints.redact_secret(predicted, fingerprint_key)
         assert target.dry_run is not None
         target.dry_run[key] = predicted
         asked[id(target)] = asked.get(id(target), 0) + 1
