@@ -30,7 +30,7 @@ sys.path.insert(0, str(HERE))
 import generate  # noqa: E402  (bench/generate.py, beside this file)
 
 from kubectl_gitdrift.cli import main as cli  # noqa: E402
-from kubectl_gitdrift.cli import parser, serve
+from kubectl_gitdrift.cli import parser, serve  # noqa: E402
 
 
 def rss_mib() -> float:

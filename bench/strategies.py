@@ -38,7 +38,7 @@ from kubectl_gitdrift.compare import (  # noqa: E402
     schema,
     smd,
 )
-from kubectl_gitdrift.live import snapshot  # noqa: E402
+from kubectl_gitdrift.live import clusterstate, snapshot  # noqa: E402
 from kubectl_gitdrift.run import workflow  # noqa: E402
 
 LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
@@ -92,7 +92,7 @@ class OneApp:
     """The one-app-2000 fixture as this script and bench/engine.py run it: the snapshot, its
     Application, and the overlay as generate.py renders it (no kustomize)."""
 
-    state: snapshot.ClusterState
+    state: clusterstate.ClusterState
     app: model.Application
     settings: model.Settings
     desired: list[model.Manifest]

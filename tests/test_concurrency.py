@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 from kubectl_gitdrift.errors import ExitCode
-from kubectl_gitdrift.live import cluster
+from kubectl_gitdrift.live import cluster, transport
 from kubectl_gitdrift.run import gather, workflow
 from tests.apiserver import (
     ServerFactory,
@@ -168,7 +168,7 @@ def test_parallel_and_sequential_live_give_the_same_bytes(
     seen: list[int] = []
     real_init = cluster.Cluster.__init__
 
-    def recording_init(self: cluster.Cluster, config: cluster.Config) -> None:
+    def recording_init(self: cluster.Cluster, config: transport.Config) -> None:
         seen.append(config.concurrency)
         real_init(self, config)
 

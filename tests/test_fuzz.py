@@ -2,7 +2,7 @@
 
 - yamlio never raises anything but a GitDriftError, whatever text or bytes it is given, and
   reads back what a YAML dumper wrote;
-- snapshot.from_documents and legacy.compare never crash on Kubernetes-like objects (well-formed
+- clusterstate.from_documents and legacy.compare never crash on Kubernetes-like objects (well-formed
   or not), and the diff keeps its invariants on them: an object never drifts from itself,
   normalizing twice equals normalizing once, swapping sides swaps ADD and REMOVE;
 - Secret fingerprinting never lets a value through.
@@ -29,7 +29,7 @@ from kubectl_gitdrift.compare import changes, defaults, legacy, normalize, pairs
 from kubectl_gitdrift.compare.openapi import load_builtin_definitions
 from kubectl_gitdrift.compare.schema import Schema
 from kubectl_gitdrift.errors import GitDriftError
-from kubectl_gitdrift.live import snapshot
+from kubectl_gitdrift.live import clusterstate, fingerprints
 
 SCHEMA = Schema(load_builtin_definitions("1.33"))
 CTX = pairs.CompareContext(model.Settings(), SCHEMA, defaults.apply_defaults)
@@ -266,7 +266,7 @@ def test_truncated_input_is_a_clean_error_or_a_prefix(body: dict[str, Any], cut:
 @bounded(100)
 @given(st.lists(st.one_of(kube_objects(), st.dictionaries(short_text, values)), max_size=4))
 def test_from_documents_never_crashes(docs: list[dict[str, Any]]) -> None:
-    state = snapshot.from_documents(docs, "fuzz")
+    state = clusterstate.from_documents(docs, "fuzz")
     assert len(state.objects) + len(state.applications) <= len(docs)
     assert list(state.objects) == sorted(state.objects, key=lambda m: m.key)
 
@@ -277,12 +277,12 @@ def test_fingerprinting_keeps_no_secret_value(body: dict[str, Any], key: bytes) 
     body["stringData"] = {"s": "plain-value-7c1d"}
     body["data"] = {**(body.get("data") or {}), "d": base64.b64encode(b"plain-value-7c1d").decode()}
     applied = {"stringData": {"s": "plain-value-7c1d"}, "data": {"d": body["data"]["d"]}}
-    body["metadata"].setdefault("annotations", {})[snapshot.LAST_APPLIED] = json.dumps(applied)
-    redacted = snapshot.redact_secret(body, key)
+    body["metadata"].setdefault("annotations", {})[fingerprints.LAST_APPLIED] = json.dumps(applied)
+    redacted = fingerprints.redact_secret(body, key)
     text = json.dumps(redacted)
     assert "plain-value-7c1d" not in text
     assert body["data"]["d"] not in text
-    assert snapshot.redact_secret(body, key) == redacted  # deterministic under one key
+    assert fingerprints.redact_secret(body, key) == redacted  # deterministic under one key
 
 
 # --------------------------------------------------------------------------- diff

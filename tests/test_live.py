@@ -505,17 +505,17 @@ def test_expired_continue_after_compaction(
     kube_apiserver: ServerFactory,  # noqa: F811
     many_events: list[Obj],
 ) -> None:
-    from kubectl_gitdrift.live import cluster
+    from kubectl_gitdrift.live import cluster, listing, transport
 
     server = kube_apiserver(many_events)
     # compact etcd just as the first continue request arrives: its token is then expired
     server.inject(path_regex=r"/events$", query_regex="continue=", delay=0.001, times=1)
     server._sleep = lambda seconds: server.expire_continue_tokens()  # type: ignore[method-assign]
-    config = cluster.Config(kubeconfig=str(server.kubeconfig_path), page_size=2, backoff=0.01)
+    config = transport.Config(kubeconfig=str(server.kubeconfig_path), page_size=2, backoff=0.01)
     with cluster.Cluster(config) as kc:
         kind = kc.discovery.find("", "Event")
         assert kind is not None
-        (result,) = kc.fetch([cluster.Query(kind, "prod")])
+        (result,) = kc.fetch([listing.Query(kind, "prod")])
     assert result.error == ""
     assert len(result.items) == 7
     assert all(i["kind"] == "Event" and i["apiVersion"] == "v1" for i in result.items)
@@ -527,15 +527,15 @@ def test_expired_twice_is_unreadable(
     kube_apiserver: ServerFactory,  # noqa: F811
     many_events: list[Obj],
 ) -> None:
-    from kubectl_gitdrift.live import cluster
+    from kubectl_gitdrift.live import cluster, listing, transport
 
     server = kube_apiserver(many_events)
     server.inject(path_regex=r"/events$", query_regex="continue=", status=410, times=None)
-    config = cluster.Config(kubeconfig=str(server.kubeconfig_path), page_size=2)
+    config = transport.Config(kubeconfig=str(server.kubeconfig_path), page_size=2)
     with cluster.Cluster(config) as kc:
         kind = kc.discovery.find("", "Event")
         assert kind is not None
-        (result,) = kc.fetch([cluster.Query(kind, "prod")])
+        (result,) = kc.fetch([listing.Query(kind, "prod")])
     assert result.status == 410
     assert "expired twice" in result.error
     assert len(server.requests_for(resource="events")) == 4

@@ -30,7 +30,7 @@ def _package_imports(tree: ast.AST) -> list[tuple[str, list[str]]]:
 
 
 def _guide_blocks() -> list[str]:
-    return re.findall(r"```python\n(.*?)```", GUIDE.read_text(), flags=re.S)
+    return re.findall(r"```python\n(.*?)```", GUIDE.read_text(), flags=re.DOTALL)
 
 
 def test_the_repository_has_plugins_and_the_guide_has_examples() -> None:
@@ -66,7 +66,10 @@ def test_an_unknown_name_is_an_attribute_error() -> None:
 
 
 def test_importing_the_package_loads_neither_pluggy_nor_the_model() -> None:
-    code = "import sys, kubectl_gitdrift; print(sorted(m for m in sys.modules if 'pluggy' in m or m.startswith('kubectl_gitdrift')))"
+    code = (
+        "import sys, kubectl_gitdrift; print(sorted(m for m in sys.modules"
+        " if 'pluggy' in m or m.startswith('kubectl_gitdrift')))"
+    )
     out = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT
     ).stdout

@@ -239,7 +239,7 @@ def test_offline_answers_match_subject_access_review() -> None:
 def test_cluster_review_asks_subject_access_review_through_kr8s() -> None:
     """The live path: cluster.Cluster.review POSTs one SubjectAccessReview per question through
     kr8s and agrees with the offline evaluator; nothing else is written."""
-    from kubectl_gitdrift.live import cluster
+    from kubectl_gitdrift.live import cluster, transport
 
     objects = _recorded_rbac()
     evaluator = rbac.Evaluator(objects)
@@ -250,7 +250,7 @@ def test_cluster_review_asks_subject_access_review_through_kr8s() -> None:
         for group, resource in (("apps", "deployments"), ("apps", "statefulsets"), ("", "secrets"))
     ]
     with serve(objects) as srv:
-        config = cluster.Config(kubeconfig=str(srv.kubeconfig_path), context=srv.context)
+        config = transport.Config(kubeconfig=str(srv.kubeconfig_path), context=srv.context)
         with cluster.Cluster(config) as kc:
             answers = kc.review(who.user, who.groups, questions)
         posts = [r for r in srv.requests if r.method == "POST"]

@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 from kubectl_gitdrift.errors import ExitCode
-from kubectl_gitdrift.live import cluster
+from kubectl_gitdrift.live import cluster, discovery, dryrun, transport
 from kubectl_gitdrift.run import gather, workflow
 from tests import conftest
 from tests.apiserver import (
@@ -528,7 +528,7 @@ def test_a_dry_run_that_keeps_failing_is_unknown(
     assert resource["status"] == "Unknown"
     assert "cannot dry-run configmaps ssa-reference/checkout-flags" in resource["reason"]
     assert reason in resource["reason"]
-    assert len(server.dry_runs) == 1 + cluster.Config().retries
+    assert len(server.dry_runs) == 1 + transport.Config().retries
 
 
 @pytest.mark.server_dry_run
@@ -559,15 +559,15 @@ class _Answers:
 
     def __init__(self, answer: Obj) -> None:
         self.answer = answer
-        self.discovery = cluster.Discovery(
-            [cluster.Kind("", "v1", "Secret", "secrets", True, ("patch",))]
+        self.discovery = discovery.Discovery(
+            [discovery.Kind("", "v1", "Secret", "secrets", True, ("patch",))]
         )
         self.sent: list[Obj] = []
         self.version = {"gitVersion": "v1.33.5"}
 
     def dry_run_apply(self, objects: list[Obj]) -> list[Any]:
         self.sent.extend(objects)
-        return [cluster.DryRun(o, copy.deepcopy(self.answer), status=200) for o in objects]
+        return [dryrun.DryRun(o, copy.deepcopy(self.answer), status=200) for o in objects]
 
 
 class _Quiet:
@@ -587,7 +587,7 @@ def test_secret_values_from_a_dry_run_are_fingerprinted(tmp_path: Path) -> None:
     from kubectl_gitdrift import application as argo_application
     from kubectl_gitdrift import model
     from kubectl_gitdrift.diagnose import tracking
-    from kubectl_gitdrift.live import snapshot
+    from kubectl_gitdrift.live import fingerprints
     from kubectl_gitdrift.sources import render as source_render
 
     marker = "s3cr3t-marker-value"
@@ -625,7 +625,7 @@ def test_secret_values_from_a_dry_run_are_fingerprinted(tmp_path: Path) -> None:
     (predicted,) = target.dry_run.values()
     assert marker not in json.dumps(predicted)
     assert "czNjcjN0LW1hcmtlci12YWx1ZQ==" not in json.dumps(predicted)
-    assert predicted == snapshot.redact_secret(answer, key)
+    assert predicted == fingerprints.redact_secret(answer, key)
 
 
 @pytest.mark.server_dry_run
@@ -635,7 +635,7 @@ def test_cluster_dry_run_apply_gives_the_servers_answer(
     """The cluster layer alone: one PATCH per object, answers in order, the server's object
     verbatim (managedFields included: the webhook-mutation filter needs them)."""
     server = kube_apiserver([read(r, "live-before.json") for r in CASES])
-    config = cluster.Config(kubeconfig=str(server.kubeconfig_path), backoff=0.01)
+    config = transport.Config(kubeconfig=str(server.kubeconfig_path), backoff=0.01)
     sent = [read(r, "desired.yaml") for r in CASES]
     with cluster.Cluster(config) as kc:
         answers = kc.dry_run_apply(sent)

@@ -15,7 +15,7 @@ import yaml
 
 from kubectl_gitdrift import model
 from kubectl_gitdrift.errors import SnapshotError
-from kubectl_gitdrift.live import snapshot
+from kubectl_gitdrift.live import clusterstate, fingerprints, snapshot
 from tests.conftest import TESTDATA
 
 INCIDENT = TESTDATA / "incident"
@@ -24,7 +24,7 @@ KEY = b"k" * 32
 
 def minimal() -> dict[str, Any]:
     state = snapshot.load(INCIDENT / "snapshot.yaml")
-    capture = snapshot.Capture(
+    capture = clusterstate.Capture(
         context="admin",
         server="https://127.0.0.1:6443",
         server_version={"gitVersion": "v1.33.5"},
@@ -47,7 +47,7 @@ def minimal() -> dict[str, Any]:
         ),
         fingerprint_key=KEY,
     )
-    live = snapshot.from_live(
+    live = clusterstate.from_live(
         [*state.applications, *(m.body for m in state.objects)],
         "test",
         capture=capture,
@@ -170,15 +170,15 @@ def test_secret_fingerprints() -> None:
             "empty": "",
         },
     }
-    out = snapshot.redact_secret(secret, KEY)
+    out = fingerprints.redact_secret(secret, KEY)
     text = json.dumps(out)
     assert "hunter2" not in text
     assert base64.b64encode(b"hunter2").decode() not in text
     assert out["data"]["pw"] == out["data"]["same"]
     decoded = base64.b64decode(out["data"]["pw"]).decode()
-    assert decoded.startswith(snapshot.FINGERPRINT_PREFIX)
-    assert decoded == snapshot.fingerprint(KEY, b"hunter2")
-    assert snapshot.redact_secret(secret, b"x" * 32)["data"]["pw"] != out["data"]["pw"]
+    assert decoded.startswith(fingerprints.FINGERPRINT_PREFIX)
+    assert decoded == fingerprints.fingerprint(KEY, b"hunter2")
+    assert fingerprints.redact_secret(secret, b"x" * 32)["data"]["pw"] != out["data"]["pw"]
     applied_out = json.loads(
         out["metadata"]["annotations"]["kubectl.kubernetes.io/last-applied-configuration"]
     )
@@ -191,8 +191,8 @@ def test_secret_fingerprints() -> None:
             "annotations": {"kubectl.kubernetes.io/last-applied-configuration": "{not json"}
         },
     }
-    assert "annotations" in snapshot.redact_secret(garbled, KEY)["metadata"]
-    assert snapshot.redact_secret(garbled, KEY)["metadata"]["annotations"] == {}
+    assert "annotations" in fingerprints.redact_secret(garbled, KEY)["metadata"]
+    assert fingerprints.redact_secret(garbled, KEY)["metadata"]["annotations"] == {}
 
 
 def test_reduce_definitions_keeps_what_the_kinds_reference() -> None:

@@ -25,7 +25,7 @@ from kubectl_gitdrift.errors import (
 if TYPE_CHECKING:
     from kubectl_gitdrift import model, plugins
     from kubectl_gitdrift.cli import progress, serve
-    from kubectl_gitdrift.live import snapshot
+    from kubectl_gitdrift.live import clusterstate
     from kubectl_gitdrift.present import color
     from kubectl_gitdrift.run import workflow
 
@@ -493,7 +493,7 @@ def _write_atomically(path: Path, text: str) -> None:
         raise UsageError(f"--write-patch {path}: cannot write: {exc.strerror}") from None
 
 
-def _warn_unreadable(state: snapshot.ClusterState, err: TextIO) -> None:
+def _warn_unreadable(state: clusterstate.ClusterState, err: TextIO) -> None:
     err.writelines(f"warning: {reason}\n" for _key, reason in state.unreadable)
 
 

@@ -1,5 +1,6 @@
-"""Reads a kube audit log (`--audit-log FILE`): JSON lines as the log backend writes them, plain or
-gzip (by magic bytes, whatever the name), or `-` for stdin.
+"""Reads a kube audit log (`--audit-log FILE`): the JSON lines the log backend writes.
+
+Plain or gzip (by magic bytes, whatever the name), or `-` for stdin.
 
 Untrusted input, so bounded: at most MAX_BYTES of (decompressed) text, lines longer than
 MAX_LINE_BYTES are skipped, and at most MAX_EVENTS relevant events are kept. A line that is not a

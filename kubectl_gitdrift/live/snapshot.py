@@ -1,12 +1,12 @@
-"""Offline cluster state: reads and writes the tool's own Snapshot format (`apiVersion:
-gitdrift/v1`, `kind: Snapshot`, docs/snapshot-format.md), and keeps reading what kubectl writes:
-a `kubectl get -o yaml` List, multi-document YAML or JSON, a `.gz` of either, or a directory of
-such files.
+"""Offline cluster state: reads and writes the Snapshot file, and reads what kubectl writes.
 
-Secrets never leave the cluster side in clear: live Secret values are replaced by keyed
-fingerprints (HMAC-SHA256 under a random per-snapshot key) as soon as they are read, and the
-desired Secrets rendered from git are fingerprinted with the same key before comparing, so equal
-values still compare equal and the diff still says *that* a key changed.
+The tool's own format is `apiVersion: gitdrift/v1`, `kind: Snapshot` (docs/snapshot-format.md);
+what kubectl writes is a `kubectl get -o yaml` List, multi-document YAML or JSON, a `.gz` of
+either, or a directory of such files.
+
+A Snapshot holds no Secret value in clear: the values are keyed fingerprints (fingerprints.py),
+and the key is written beside them, so the desired Secrets rendered from git can be
+fingerprinted with it before comparing.
 """
 
 from __future__ import annotations
@@ -14,99 +14,28 @@ from __future__ import annotations
 import base64
 import binascii
 import contextlib
-import copy
 import gzip
-import hashlib
-import hmac
 import io
 import json
-import operator
 import os
 import tempfile
 import zlib
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from kubectl_gitdrift import application, model, yamlio
-from kubectl_gitdrift.diagnose import tracking
+from kubectl_gitdrift import model, yamlio
 from kubectl_gitdrift.errors import SnapshotError
+from kubectl_gitdrift.live.clusterstate import Capture, ClusterState, from_documents
+from kubectl_gitdrift.live.fingerprints import FINGERPRINT_ALGORITHM
 
 _SUFFIXES = (".yaml", ".yml", ".json", ".yaml.gz", ".yml.gz", ".json.gz")
 MAX_FILE_BYTES = 256 * 1024 * 1024
 
 API_VERSION = "gitdrift/v1"
 KIND = "Snapshot"
-FINGERPRINT_ALGORITHM = "hmac-sha256"
-FINGERPRINT_PREFIX = "gitdrift-fingerprint:hmac-sha256:"
-"""Plain form of a fingerprinted Secret value; `data` holds it base64-encoded."""
-LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
-
-
-@dataclass(frozen=True)
-class Capture:
-    """What a live run or a gitdrift Snapshot knows besides the objects."""
-
-    context: str = ""
-    server: str = ""
-    server_version: Mapping[str, Any] = field(default_factory=dict)  # GET /version
-    captured_at: str = ""
-    api_resources: tuple[Mapping[str, Any], ...] = ()  # {apiVersion, kind, name, namespaced, verbs}
-    definitions: Mapping[str, Any] = field(default_factory=dict)  # reduced OpenAPI ($defs form)
-    fingerprint_key: bytes | None = None  # the key Secret values were fingerprinted with
-
-    @property
-    def kube_version(self) -> str:
-        return str(self.server_version.get("gitVersion") or "")
-
-
-@dataclass(frozen=True)
-class ClusterState:
-    """Live objects and Argo CD's own objects, as read from a snapshot or a cluster."""
-
-    objects: tuple[model.Manifest, ...]
-    applications: tuple[model.Body, ...]
-    argocd_cm: model.Body | None
-    source: str  # the snapshot path, or "cluster <context>"
-    unreadable: tuple[tuple[model.ObjectKey, str], ...] = ()
-    capture: Capture | None = None  # None for plain kubectl output
-    notes: tuple[str, ...] = ()
-
-    def find_application(self, name: str, namespace: str | None) -> model.Body | None:
-        for body in self.applications:
-            md = body.get("metadata") or {}
-            if md.get("name") == name and (namespace is None or md.get("namespace") == namespace):
-                return body
-        return None
-
-    def application_names(self) -> list[str]:
-        names = []
-        for body in self.applications:
-            md = body.get("metadata") or {}
-            names.append(f"{md.get('namespace') or '?'}/{md.get('name') or '?'}")
-        return sorted(names)
-
-    def scope(self, group: str, kind: str) -> bool | None:
-        """Namespaced or not, from the recorded discovery; the built-in table otherwise."""
-        if self.capture is not None:
-            for row in self.capture.api_resources:
-                gv = str(row.get("apiVersion") or "")
-                if row.get("kind") == kind and gv.rpartition("/")[0] == group:
-                    return bool(row.get("namespaced"))
-        return tracking.default_scope(group, kind)
-
-    def redact_desired(self, manifests: Sequence[model.Manifest]) -> list[model.Manifest]:
-        """Fingerprint the values of desired Secrets with this state's key (no-op without)."""
-        key = self.capture.fingerprint_key if self.capture else None
-        if key is None:
-            return list(manifests)
-        return [
-            model.Manifest(m.key, redact_secret(m.body, key), m.origin) if _is_secret(m.key) else m
-            for m in manifests
-        ]
 
 
 # --------------------------------------------------------------------------- reading
@@ -138,60 +67,6 @@ def load(path: Path, *, checks: list[Callable[[], None]] | None = None) -> Clust
             )
         return _from_snapshot(doc, file)
     return from_documents(docs, str(path))
-
-
-def from_documents(
-    docs: Iterable[Mapping[str, Any]],
-    source: str,
-    *,
-    unreadable: Sequence[tuple[model.ObjectKey, str]] = (),
-    capture: Capture | None = None,
-    notes: Sequence[str] = (),
-) -> ClusterState:
-    objects: dict[model.ObjectKey, model.Manifest] = {}
-    apps: dict[model.ObjectKey, model.Body] = {}
-    cm = None
-    for doc in docs:
-        key = model.ObjectKey.of(doc)
-        if application.is_application(doc):
-            apps[key] = doc
-            continue
-        if application.is_argocd_cm(doc) and (
-            cm is None or (doc.get("metadata") or {}).get("namespace") == "argocd"
-        ):
-            cm = doc
-        objects[key] = model.Manifest(key, doc)
-    return ClusterState(
-        tuple(objects[k] for k in sorted(objects, key=_KEY_ORDER)),
-        tuple(apps[k] for k in sorted(apps, key=_KEY_ORDER)),
-        cm,
-        source,
-        tuple(sorted(set(unreadable))),
-        capture,
-        tuple(notes),
-    )
-
-
-_KEY_ORDER = operator.attrgetter("group", "kind", "namespace", "name")
-"""ObjectKey's own order (its fields in turn) as a tuple per key: sorting 10,000 keys with
-the dataclass `__lt__` took a tenth of a second."""
-
-
-def from_live(
-    docs: Iterable[Mapping[str, Any]],
-    source: str,
-    *,
-    capture: Capture,
-    unreadable: Sequence[tuple[model.ObjectKey, str]] = (),
-    notes: Sequence[str] = (),
-) -> ClusterState:
-    """The state of a live run: Secret values fingerprinted with `capture.fingerprint_key`
-    right away, so nothing downstream (comparison, snapshot file) ever holds them."""
-    key = capture.fingerprint_key
-    if key is None:
-        raise ValueError("a live capture needs a fingerprint key")
-    redacted = [redact_secret(d, key) if _is_secret(model.ObjectKey.of(d)) else d for d in docs]
-    return from_documents(redacted, source, unreadable=unreadable, capture=capture, notes=notes)
 
 
 def _is_gitdrift(doc: Mapping[str, Any]) -> bool:
@@ -398,57 +273,6 @@ def write(path: Path, document: Mapping[str, Any]) -> None:
         if isinstance(exc, OSError):
             raise SnapshotError(f"-o {path}: cannot write: {exc.strerror or exc}") from None
         raise
-
-
-# --------------------------------------------------------------------------- Secrets
-
-
-def _is_secret(key: model.ObjectKey) -> bool:
-    return key.group == "" and key.kind == "Secret"
-
-
-def fingerprint(key: bytes, value: bytes) -> str:
-    """The plain (stringData) form of a fingerprinted value."""
-    return FINGERPRINT_PREFIX + hmac.new(key, value, hashlib.sha256).hexdigest()
-
-
-def _data_fingerprint(key: bytes, encoded: Any) -> Any:
-    """A `data` value (base64) → base64 of the fingerprint of the decoded bytes."""
-    if not isinstance(encoded, str):
-        return encoded
-    try:
-        raw = base64.b64decode(encoded, validate=True)
-    except (binascii.Error, ValueError):
-        raw = encoded.encode()
-    return base64.b64encode(fingerprint(key, raw).encode()).decode()
-
-
-def _string_fingerprint(key: bytes, value: Any) -> Any:
-    return fingerprint(key, value.encode()) if isinstance(value, str) else value
-
-
-def redact_secret(body: Mapping[str, Any], key: bytes) -> dict[str, Any]:
-    """A copy of a Secret whose `data`/`stringData` values are keyed fingerprints, and whose
-    last-applied-configuration annotation (which keeps `stringData` in plain text) is
-    fingerprinted the same way (or dropped when it cannot be parsed)."""
-    out = copy.deepcopy(dict(body))
-    if isinstance(out.get("data"), Mapping):
-        out["data"] = {k: _data_fingerprint(key, v) for k, v in out["data"].items()}
-    if isinstance(out.get("stringData"), Mapping):
-        out["stringData"] = {k: _string_fingerprint(key, v) for k, v in out["stringData"].items()}
-    annotations = (out.get("metadata") or {}).get("annotations")
-    if isinstance(annotations, dict) and LAST_APPLIED in annotations:
-        try:
-            applied = json.loads(annotations[LAST_APPLIED])
-        except (TypeError, ValueError):
-            applied = None
-        if isinstance(applied, dict):
-            annotations[LAST_APPLIED] = (
-                json.dumps(redact_secret(applied, key), separators=(",", ":")) + "\n"
-            )
-        else:
-            del annotations[LAST_APPLIED]
-    return out
 
 
 # --------------------------------------------------------------------------- OpenAPI

@@ -1,6 +1,6 @@
 """Gathers a live run's inputs through cluster.py: Argo CD's objects (Applications, its
 ConfigMaps, AppProjects), the apps rendered (workflow.prepare) while the LISTs they need are in
-flight, and the OpenAPI definitions of the kinds involved, as one snapshot.ClusterState.
+flight, and the OpenAPI definitions of the kinds involved, as one clusterstate.ClusterState.
 """
 
 from __future__ import annotations
@@ -21,10 +21,10 @@ from kubectl_gitdrift.compare import normalize, openapi, pairs, schema
 from kubectl_gitdrift.compare import strategies as compare
 from kubectl_gitdrift.diagnose import tracking
 from kubectl_gitdrift.errors import AppError, ClusterError, GitDriftError
-from kubectl_gitdrift.live import snapshot
+from kubectl_gitdrift.live import clusterstate, fingerprints, snapshot
 from kubectl_gitdrift.run import workflow
 
-#: Overrides for cluster.Config (tests shorten backoffs and page sizes here).
+#: Overrides for transport.Config (tests shorten backoffs and page sizes here).
 CLUSTER_OPTIONS: dict[str, Any] = {}
 
 
@@ -34,7 +34,7 @@ def gather_live(
     workdir: Path,
     progress: workflow.Progress,
     err: TextIO,
-) -> tuple[snapshot.ClusterState, list[workflow.Target]]:
+) -> tuple[clusterstate.ClusterState, list[workflow.Target]]:
     """Read Argo CD's objects, render, and LIST what the apps need, once each, concurrently:
     the LISTs known from the Applications (what Argo CD says each tracks, the context kinds of
     their namespaces) run while the apps render; the rest once the renders are known.
@@ -60,10 +60,11 @@ def _gather_live(
     workdir: Path,
     progress: workflow.Progress,
     err: TextIO,
-) -> tuple[snapshot.ClusterState, list[workflow.Target]]:
-    from kubectl_gitdrift.live import cluster  # imports kr8s: only live runs pay for it
+) -> tuple[clusterstate.ClusterState, list[workflow.Target]]:
+    # imports kr8s: only live runs pay for it
+    from kubectl_gitdrift.live import cluster, listing, transport
 
-    config = cluster.Config(
+    config = transport.Config(
         kubeconfig=args.kubeconfig,
         context=args.context,
         timeout=args.request_timeout,
@@ -88,7 +89,7 @@ def _gather_live(
         )
         remotes = workflow.remotes_of(args)
         listed = _Listed(progress)
-        early, _ = cluster.plan(
+        early, _ = listing.plan(
             kc.discovery, *_status_wants(bodies, remotes, kc.discovery), tracking_label=label
         )
         listed.start(kc, early)
@@ -106,7 +107,7 @@ def _gather_live(
         if not args.all and targets and targets[0].error is not None:
             raise targets[0].error
         wants, namespaces = _wants(targets, kc.discovery)
-        queries, not_served = cluster.plan(kc.discovery, wants, namespaces, tracking_label=label)
+        queries, not_served = listing.plan(kc.discovery, wants, namespaces, tracking_label=label)
         notes.extend(not_served)
         listed.start(kc, [q for q in queries if not listed.started(q)])
         _meanwhile(kc, args)
@@ -143,7 +144,7 @@ def _gather_live(
             kc, involved, export=getattr(args, "command_snapshot", False)
         )
         err.writelines(f"note: {n}\n" for n in openapi_notes)  # about the tool, not the app
-        capture = snapshot.Capture(
+        capture = clusterstate.Capture(
             context=kc.context,
             server=kc.server,
             server_version=kc.version,
@@ -152,7 +153,7 @@ def _gather_live(
             definitions=definitions,
             fingerprint_key=fingerprint_key,
         )
-        state = snapshot.from_live(
+        state = clusterstate.from_live(
             docs.values(),
             f"cluster {kc.where}",
             capture=capture,
@@ -273,7 +274,7 @@ def _server_dry_runs(
             continue
         predicted = answer.predicted
         if key.group == "" and key.kind == "Secret":
-            predicted = snapshot.redact_secret(predicted, fingerprint_key)
+            predicted = fingerprints.redact_secret(predicted, fingerprint_key)
         assert target.dry_run is not None
         target.dry_run[key] = predicted
         asked[id(target)] = asked.get(id(target), 0) + 1
@@ -308,7 +309,7 @@ def _live_argocd(
     kc: Any, args: argparse.Namespace, names: Sequence[str]
 ) -> tuple[list[model.Body], list[model.Body], list[tuple[model.ObjectKey, str]], list[str]]:
     """The Applications asked for, argocd-cm and the AppProjects (by LIST)."""
-    from kubectl_gitdrift.live import cluster
+    from kubectl_gitdrift.live import listing
 
     app_kind = kc.discovery.find("argoproj.io", "Application")
     if app_kind is None:
@@ -342,7 +343,7 @@ def _live_argocd(
         for text, res in zip(names, results[: len(queries)], strict=True):
             if not res.items:
                 namespace, name = workflow.split_name(text, args)
-                (others,) = kc.fetch([cluster.Query(app_kind, namespace or "argocd")])
+                (others,) = kc.fetch([listing.Query(app_kind, namespace or "argocd")])
                 known = ", ".join(
                     sorted(
                         f"{(b.get('metadata') or {}).get('namespace')}/"
@@ -390,10 +391,10 @@ _ARGOCD_KINDS = {
 
 
 def _argocd_kind(group: str, kind: str) -> Any:
-    from kubectl_gitdrift.live import cluster
+    from kubectl_gitdrift.live import discovery
 
     version, plural = _ARGOCD_KINDS[(group, kind)]
-    return cluster.Kind(group, version, kind, plural, namespaced=True)
+    return discovery.Kind(group, version, kind, plural, namespaced=True)
 
 
 def _argocd_queries(
@@ -401,18 +402,18 @@ def _argocd_queries(
 ) -> tuple[list[Any], list[Any]]:
     """The LISTs of the Applications asked for, and of the ConfigMaps and AppProjects in Argo
     CD's namespace, with the kinds `find(group, kind)` gives (None: not served, not listed)."""
-    from kubectl_gitdrift.live import cluster
+    from kubectl_gitdrift.live import listing
 
     app_kind = find("argoproj.io", "Application")
     controller_ns = args.app_namespace or "argocd"
     queries: list[Any] = []
     if app_kind is not None and args.all:
-        queries.append(cluster.Query(app_kind, "" if args.all_namespaces else controller_ns))
+        queries.append(listing.Query(app_kind, "" if args.all_namespaces else controller_ns))
     elif app_kind is not None:
         for text in names:
             namespace, name = workflow.split_name(text, args)
             queries.append(
-                cluster.Query(
+                listing.Query(
                     app_kind, namespace or "argocd", field_selector=f"metadata.name={name}"
                 )
             )
@@ -420,7 +421,7 @@ def _argocd_queries(
     for group, kind in (("", "ConfigMap"), ("argoproj.io", "AppProject")):
         found = find(group, kind)
         if found is not None:
-            extra.append(cluster.Query(found, controller_ns))
+            extra.append(listing.Query(found, controller_ns))
     return queries, extra
 
 

@@ -28,7 +28,7 @@ from kubectl_gitdrift.errors import (
     GitDriftError,
     UsageError,
 )
-from kubectl_gitdrift.live import snapshot
+from kubectl_gitdrift.live import clusterstate
 from kubectl_gitdrift.run import fanout, shard
 from kubectl_gitdrift.sources import cache as source_cache
 from kubectl_gitdrift.sources import charts as source_charts
@@ -112,7 +112,7 @@ def split_name(text: str, args: argparse.Namespace) -> tuple[str | None, str]:
 
 
 def select_offline(
-    state: snapshot.ClusterState, args: argparse.Namespace, names: Sequence[str]
+    state: clusterstate.ClusterState, args: argparse.Namespace, names: Sequence[str]
 ) -> list[model.Body]:
     if args.all:
         namespace = None if args.all_namespaces else args.app_namespace
@@ -163,7 +163,7 @@ def cluster_api_versions(rows: Iterable[Mapping[str, Any]]) -> list[str]:
     return source_config.api_versions(rows)
 
 
-def settings_of(state: snapshot.ClusterState) -> model.Settings:
+def settings_of(state: clusterstate.ClusterState) -> model.Settings:
     """Argo CD's settings as the state holds them: argocd-cm, and the controller's flags from
     argocd-cmd-params-cm in the same namespace (Argo CD's own namespace)."""
     namespace = ((state.argocd_cm or {}).get("metadata") or {}).get("namespace") or "argocd"
@@ -182,7 +182,7 @@ def settings_of(state: snapshot.ClusterState) -> model.Settings:
     return application.parse_settings(state.argocd_cm, params)
 
 
-def render_configmaps(state: snapshot.ClusterState) -> list[model.Body]:
+def render_configmaps(state: clusterstate.ClusterState) -> list[model.Body]:
     """argocd-cm and argocd-cmp-cm (config management plugins) from a snapshot, for rendering,
     and the AppProjects (their sourceRepos govern chart repositories)."""
     found = [
@@ -446,7 +446,7 @@ def _clone_urls(repo_root: Path) -> set[str]:
 
 
 def options(
-    state: snapshot.ClusterState, args: argparse.Namespace, rules: Sequence[hookspecs.Rule]
+    state: clusterstate.ClusterState, args: argparse.Namespace, rules: Sequence[hookspecs.Rule]
 ) -> engine.Options:
     capture = state.capture
     builtin = (
@@ -477,7 +477,7 @@ def options(
 
 def run_one(
     target: Target,
-    state: snapshot.ClusterState,
+    state: clusterstate.ClusterState,
     settings: model.Settings,
     pm: plugins.PluginManager,
     options: engine.Options,
@@ -518,7 +518,7 @@ class Compared:
 
 def run_all(
     targets: Sequence[Target],
-    state: snapshot.ClusterState,
+    state: clusterstate.ClusterState,
     settings: model.Settings,
     pm: plugins.PluginManager,
     options: engine.Options,
@@ -656,7 +656,7 @@ def with_source_callbacks(
 
 
 def _notes_for(
-    app: model.Application, rendered: source_render.Rendered, state: snapshot.ClusterState
+    app: model.Application, rendered: source_render.Rendered, state: clusterstate.ClusterState
 ) -> list[str]:
     """The state's notes, and what could not be read in this app's namespaces (or cluster-wide)
     that is not one of its desired objects (those are reported as Unknown)."""

@@ -1,0 +1,194 @@
+"""The LISTs a run sends: planned, sent concurrently and paged, never one GET per object.
+
+Planned from what the apps need; each gives its items or a one-line reason it could not.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from kubectl_gitdrift.live.discovery import Discovery, Kind
+from kubectl_gitdrift.live.transport import Transport, Unreadable, status_message
+
+__all__ = ["CONTEXT_KINDS", "ListResult", "Query", "list_all", "plan"]
+
+
+@dataclass(frozen=True, order=True)
+class Query:
+    """One LIST: a kind in one namespace ("" = cluster-scoped, or every namespace)."""
+
+    kind: Kind
+    namespace: str = ""
+    label_selector: str = ""
+    field_selector: str = ""
+
+    def describe(self) -> str:
+        where = (
+            f"in namespace {self.namespace}"
+            if self.namespace
+            else ("in all namespaces" if self.kind.namespaced else "(cluster-scoped)")
+        )
+        selectors = ",".join(s for s in (self.label_selector, self.field_selector) if s)
+        return f"{self.kind.resource} {where}" + (f" [{selectors}]" if selectors else "")
+
+
+@dataclass(frozen=True)
+class ListResult:
+    """What one LIST gave: the items (with apiVersion and kind set), or why it could not."""
+
+    query: Query
+    items: tuple[dict[str, Any], ...] = ()
+    error: str = ""  # non-empty: the kind/namespace could not be read (a one-line reason)
+    status: int = 0  # HTTP status behind `error` (403, 500 …), 0 for transport failures
+    not_found: bool = False  # 404: the kind is not served (any more)
+    requests: int = 0
+
+
+class _Expired(Exception):
+    """410 Gone on a continue token."""
+
+
+# --------------------------------------------------------------------------- sending
+
+
+async def list_all(
+    link: Transport, queries: Sequence[Query], done: Callable[[ListResult], None] | None = None
+) -> list[ListResult]:
+    """The LISTs, concurrently (bounded by the transport), in `queries` order; `done` hears
+    of each result as it arrives."""
+
+    async def one(query: Query) -> ListResult:
+        result = await _list(link, query)
+        if done is not None:
+            done(result)
+        return result
+
+    return list(await asyncio.gather(*(one(q) for q in queries)))
+
+
+async def _list(link: Transport, query: Query) -> ListResult:
+    async with link.slot:
+        before = link.requests
+        try:
+            try:
+                items = await _pages(link, query)
+            except _Expired:  # 410 on a continue token: start over once, consistently
+                items = await _pages(link, query)
+        except _Expired:
+            return ListResult(
+                query,
+                error=f"cannot list {query.describe()}: continue token expired twice (410)",
+                status=410,
+                requests=link.requests - before,
+            )
+        except Unreadable as exc:
+            if exc.status == 401:
+                raise link.unauthorized() from None
+            if exc.status == 404:
+                return ListResult(query, not_found=True, requests=link.requests - before)
+            return ListResult(
+                query,
+                error=f"cannot list {query.describe()}: {exc}",
+                status=exc.status,
+                requests=link.requests - before,
+            )
+        return ListResult(query, tuple(items), requests=link.requests - before)
+
+
+async def _pages(link: Transport, query: Query) -> list[dict[str, Any]]:
+    kind = query.kind
+    params: dict[str, str] = {"limit": str(max(1, link.config.page_size))}
+    if query.label_selector:
+        params["labelSelector"] = query.label_selector
+    if query.field_selector:
+        params["fieldSelector"] = query.field_selector
+    items: list[dict[str, Any]] = []
+    token = ""
+    while True:
+        page = dict(params, **({"continue": token} if token else {}))
+        response = await link.get(
+            "/apis" if kind.group else "/api",
+            version=kind.api_version,
+            namespace=query.namespace,
+            url=kind.plural,
+            params=page,
+        )
+        code = response.status_code
+        if code == 410 and token:
+            raise _Expired
+        if code == 403:
+            raise Unreadable(
+                f"403 Forbidden: RBAC does not allow verb 'list' on {kind.resource}"
+                + (f" in namespace {query.namespace}" if query.namespace else ""),
+                403,
+            )
+        if code != 200:
+            phrase = f"{code} {response.reason_phrase}".strip()
+            tries = " after retries" if code == 429 or code >= 500 else ""
+            raise Unreadable(f"{phrase}{tries}: {status_message(response)}", code)
+        try:
+            body = response.json()
+        except ValueError:
+            raise Unreadable("the server answered something that is not JSON") from None
+        if not isinstance(body, dict) or not isinstance(body.get("items"), list):
+            raise Unreadable("the server's answer is not a list")
+        for item in body["items"]:
+            if isinstance(item, dict):
+                items.append({"apiVersion": kind.api_version, "kind": kind.kind, **item})
+        token = str((body.get("metadata") or {}).get("continue") or "")
+        if not token:
+            return items
+
+
+# --------------------------------------------------------------------------- planning
+
+#: Kinds read beside an app's own objects, for diagnosis: Events (who scaled), HPAs that own
+#: replicas, and the RBAC
+#: objects an offline can-i for the Argo CD controller needs.
+CONTEXT_KINDS = (
+    ("", "Event"),
+    ("autoscaling", "HorizontalPodAutoscaler"),
+    ("rbac.authorization.k8s.io", "Role"),
+    ("rbac.authorization.k8s.io", "RoleBinding"),
+    ("rbac.authorization.k8s.io", "ClusterRole"),
+    ("rbac.authorization.k8s.io", "ClusterRoleBinding"),
+)
+
+
+def plan(
+    discovery: Discovery,
+    wants: Iterable[tuple[str, str, str, str]],
+    namespaces: Iterable[str],
+    *,
+    tracking_label: str = "",
+) -> tuple[list[Query], list[str]]:
+    """The LISTs for (group, version, kind, namespace) wants: one per kind and namespace (one
+    per kind for cluster-scoped kinds), the context kinds in `namespaces`, and with label
+    tracking one cluster-wide LIST per kind selecting the tracking label. Returns the queries
+    (sorted) and notes about kinds the server does not serve."""
+    queries: set[Query] = set()
+    notes: set[str] = set()
+    for group, version, kind_name, namespace in wants:
+        kind = discovery.find(group, kind_name, version)
+        if kind is None:
+            name = f"{kind_name}.{group}" if group else kind_name
+            notes.add(
+                f"{name} is not served by the cluster (is its CRD installed?): "
+                "its objects count as Missing"
+            )
+            continue
+        queries.add(Query(kind, namespace if kind.namespaced else ""))
+        if tracking_label:
+            queries.add(Query(kind, "", label_selector=tracking_label))
+    for group, kind_name in CONTEXT_KINDS:
+        kind = discovery.find(group, kind_name)
+        if kind is None:
+            continue
+        if kind.namespaced:
+            queries.update(Query(kind, ns) for ns in namespaces if ns)
+        else:
+            queries.add(Query(kind, ""))
+    return sorted(queries), sorted(notes)

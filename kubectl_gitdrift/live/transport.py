@@ -1,0 +1,398 @@
+"""The connection to one API server through kr8s: the only module that runs kr8s and httpx.
+
+It connects (kubeconfig, context, the first ``/version``), runs kr8s's async API on a private
+event loop in a thread of its own, sends each request with retries, and says every failure to
+connect or authenticate as a ClusterError. The modules beside it build their requests on it,
+one kind of request each (discovery, listing, reviews, dryrun), and only name httpx for the
+type checker; responses never leave them.
+
+kr8s 0.20 behaviours this module relies on or works around:
+
+- ``Api.call_api(..., raise_for_status=False)`` hands back the response as is: we do our own
+  status handling, so kr8s's re-authenticate-and-retry loop on 401/403 (three extra requests)
+  does not run on LISTs, and 429/5xx are retried here (kr8s raises them at once).
+- ``kr8s.asyncio.api()`` checks ``/version`` while connecting; a 401 there comes back as
+  ``kr8s.ServerError`` after kr8s's own three retries. It warns (``UserWarning``) about server
+  versions it does not list as supported: silenced, the version is recorded anyway.
+- kr8s never closes its httpx session; :meth:`Transport.close` does (``Api._session``).
+- ``Api.get()`` would follow ``continue`` itself, but gives no control over ``limit``, a 410
+  restart or retries, so LISTs are built on ``call_api``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import contextlib
+import email.utils
+import json
+import math
+import os
+import random
+import threading
+import time
+import warnings
+from collections.abc import Coroutine, Mapping
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+import httpx
+import kr8s
+import kr8s.asyncio
+
+from kubectl_gitdrift.errors import ClusterError
+
+__all__ = ["TRANSIENT", "Config", "Transport", "Unreadable"]
+
+T = TypeVar("T")
+SHUTDOWN_GRACE = 1.0
+"""Seconds requests still running when the connection closes (LISTs started before a render
+failed) may take to end before they are cancelled."""
+TRANSIENT: tuple[type[BaseException], ...] = (
+    httpx.TransportError,
+    kr8s.APITimeoutError,
+    asyncio.TimeoutError,
+)
+"""How a request fails short of an answer (dropped, refused, timed out): worth another try."""
+
+
+@dataclass(frozen=True)
+class Config:
+    """How to reach the cluster and how patient to be with it."""
+
+    kubeconfig: str | None = None
+    context: str | None = None
+    timeout: float = 30.0  # seconds per request
+    retries: int = 4  # extra attempts on 429, 5xx, timeouts and dropped connections
+    backoff: float = 0.5  # first retry delay; doubles each attempt
+    max_backoff: float = 10.0
+    max_retry_after: float = 30.0  # cap on a server's Retry-After
+    concurrency: int = 8  # LISTs in flight at once
+    page_size: int = 500  # LIST limit; continue tokens fetch the rest
+
+
+class Unreadable(Exception):
+    """No usable answer: an error status (in `status`), or 0 when every attempt failed at the
+    transport level."""
+
+    def __init__(self, message: str, status: int = 0) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+class Transport:
+    """One kr8s connection and the event loop it runs on; counts the requests it sends."""
+
+    def __init__(self, config: Config) -> None:
+        self.config = config
+        self._loop = asyncio.new_event_loop()
+        self._thread: threading.Thread | None = None  # runs the loop, from the first request
+        self.api: Any = None  # kr8s.asyncio.Api; never leaves the live wing
+        self._sem: asyncio.Semaphore | None = None
+        self.server = ""
+        self.context = config.context or ""
+        self.requests = 0
+
+    # ------------------------------------------------------------------ the loop
+    def submit(self, coro: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]:
+        """Run `coro` on the loop's thread (started on first use)."""
+        if self._thread is None:
+            self._thread = threading.Thread(
+                target=self._loop.run_forever, name="gitdrift-cluster", daemon=True
+            )
+            self._thread.start()
+        return asyncio.run_coroutine_threadsafe(coro, self._loop)
+
+    def run(self, coro: Coroutine[Any, Any, T]) -> T:
+        return self.submit(coro).result()
+
+    @property
+    def slot(self) -> asyncio.Semaphore:
+        """The bound on requests in flight at once (`Config.concurrency`), from connecting."""
+        assert self._sem is not None
+        return self._sem
+
+    def close(self) -> None:
+        """Cancel what is still running (LISTs started before an error), close the session,
+        stop the loop's thread."""
+        if self._loop.is_closed():
+            return
+        if self._thread is not None:
+            with contextlib.suppress(Exception):
+                self.submit(self._shutdown()).result(self.config.timeout)
+            self._loop.call_soon_threadsafe(self._loop.stop)
+            self._thread.join(self.config.timeout)
+            if self._thread.is_alive():
+                return  # a daemon thread: it goes with the process
+        self._loop.close()
+
+    async def _shutdown(self) -> None:
+        current = asyncio.current_task()
+        pending = [t for t in asyncio.all_tasks() if t is not current]
+        if pending:
+            # requests already sent may end first, briefly: one cancelled while it connects
+            # leaves its socket to the garbage collector (anyio's connect_tcp)
+            await asyncio.wait(pending, timeout=min(self.config.timeout, SHUTDOWN_GRACE))
+        for task in pending:
+            task.cancel()
+        await asyncio.gather(*pending, return_exceptions=True)
+        await self._close_session()
+
+    async def _close_session(self) -> None:
+        # kr8s never closes its httpx session (0.20.15): do it, or sockets leak.
+        session = getattr(self.api, "_session", None)
+        if session is not None and not session.is_closed:
+            await session.aclose()
+
+    # ------------------------------------------------------------------ connecting
+    @property
+    def where(self) -> str:
+        """`https://host:6443 (context admin)`, for messages."""
+        server = self.server or "the API server"
+        return f"{server} (context {self.context})" if self.context else server
+
+    async def connect(self) -> None:
+        """Load the kubeconfig and connect (kr8s checks `/version`); ClusterError if not."""
+        cfg = self.config
+        self._sem = asyncio.Semaphore(max(1, cfg.concurrency))
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", UserWarning)  # kr8s's supported-version warning
+                api = await asyncio.wait_for(
+                    kr8s.asyncio.api(kubeconfig=cfg.kubeconfig, context=cfg.context),
+                    cfg.timeout,
+                )
+        except kr8s.ServerError as exc:
+            raise self._server_error(exc) from None
+        except TRANSIENT as exc:
+            raise self._unreachable(exc) from None
+        except (ValueError, KeyError, TypeError, AttributeError, OSError) as exc:
+            # a kubeconfig of the wrong shape breaks kr8s's parser in any of these ways
+            where = cfg.kubeconfig or os.environ.get("KUBECONFIG") or "~/.kube/config"
+            context = f"context {cfg.context!r} of" if cfg.context else "credentials from"
+            raise ClusterError(
+                f"cannot load {context} kubeconfig {where}: {exc}",
+                hint="check --kubeconfig/--context (kubectl config get-contexts), "
+                "or pass --snapshot PATH to work offline (in a pod without a kubeconfig, "
+                "the pod's service account is used)",
+            ) from None
+        self.api = api
+        api.timeout = cfg.timeout
+        self.server = str(api.auth.server or "")
+        self.context = str(api.auth.active_context or cfg.context or "")
+
+    async def essential(self, coro: Coroutine[Any, Any, T], what: str) -> T:
+        """The answer of a request the run cannot go without (`what`: `/version`,
+        `discovery`), or a ClusterError saying why there is none."""
+        try:
+            return await asyncio.wait_for(coro, self.config.timeout * 2)
+        except kr8s.ServerError as exc:
+            raise self._server_error(exc, what) from None
+        except Unreadable as exc:
+            if exc.status == 401:
+                raise self.unauthorized() from None
+            raise ClusterError(
+                f"{self.where}: {exc}", hint="check the cluster's health: kubectl get --raw /readyz"
+            ) from None
+        except TRANSIENT as exc:
+            raise self._unreachable(exc) from None
+
+    # ------------------------------------------------------------------ errors
+    def unauthorized(self) -> ClusterError:
+        context = self.context or "the current context"
+        return ClusterError(
+            f"{self.where} rejected the credentials (401 Unauthorized)",
+            hint=f"log in again or refresh the token of {context}, then check with: "
+            f"kubectl --context {self.context or '<context>'} auth whoami",
+        )
+
+    def _server_error(self, exc: kr8s.ServerError, what: str = "") -> ClusterError:
+        response = exc.response
+        if response is not None:
+            self.server = self.server or _origin(response.request.url)
+        code = response.status_code if response is not None else 0
+        if code == 401:
+            return self.unauthorized()
+        message = status_message(response) if response is not None else str(exc)
+        return ClusterError(
+            f"{self.where}: {what + ' ' if what else ''}failed with {code}: {message}",
+            hint="check the cluster's health: kubectl get --raw /readyz",
+        )
+
+    def _unreachable(self, exc: BaseException) -> ClusterError:
+        request = getattr(exc, "request", None) if isinstance(exc, httpx.HTTPError) else None
+        with contextlib.suppress(RuntimeError):
+            if request is not None:
+                self.server = self.server or _origin(request.url)
+        reason = (
+            f"no answer within {self.config.timeout:g}s"
+            if isinstance(exc, (kr8s.APITimeoutError, asyncio.TimeoutError, httpx.TimeoutException))
+            else (str(exc) or type(exc).__name__)
+        )
+        return ClusterError(
+            f"cannot reach {self.where}: {reason}",
+            hint="check the network/VPN and the context (kubectl config current-context), "
+            "or pass --snapshot PATH to work offline",
+        )
+
+    # ------------------------------------------------------------------ requests
+    async def get(
+        self,
+        base: str,
+        *,
+        version: str = "",
+        namespace: str = "",
+        url: str = "",
+        params: Mapping[str, str] | None = None,
+        headers: Mapping[str, str] | None = None,
+    ) -> httpx.Response:
+        """One GET with retries on 429/5xx (honouring Retry-After), timeouts and drops.
+
+        Returns the final response, whatever its status; raises Unreadable when every
+        attempt failed at the transport level."""
+        return await self.request(
+            "GET",
+            base,
+            version=version,
+            namespace=namespace,
+            url=url,
+            params=params,
+            headers=headers,
+        )
+
+    async def request(
+        self,
+        method: str,
+        base: str,
+        *,
+        version: str = "",
+        namespace: str = "",
+        url: str = "",
+        params: Mapping[str, str] | None = None,
+        headers: Mapping[str, str] | None = None,
+        content: bytes | None = None,
+    ) -> httpx.Response:
+        """One request with retries on 429/5xx (honouring Retry-After), timeouts and drops;
+        only for requests that change nothing (GETs, dry-runs), which are safe to repeat."""
+        cfg = self.config
+        attempt = 0
+        while True:
+            self.requests += 1
+            try:
+                response = await asyncio.wait_for(
+                    self._call(
+                        method, base, version, namespace, url, params or {}, headers, content
+                    ),
+                    cfg.timeout,
+                )
+            except TRANSIENT as exc:
+                if attempt >= cfg.retries:
+                    timed_out = isinstance(
+                        exc, (kr8s.APITimeoutError, asyncio.TimeoutError, httpx.TimeoutException)
+                    )
+                    why = (
+                        f"no answer within {cfg.timeout:g}s"
+                        if timed_out
+                        else f"connection failed ({type(exc).__name__}: {exc})"
+                    )
+                    raise Unreadable(f"{why}, {attempt + 1} attempts") from None
+                await asyncio.sleep(self.backoff(attempt))
+                attempt += 1
+                continue
+            if (response.status_code == 429 or response.status_code >= 500) and (
+                attempt < cfg.retries
+            ):
+                await asyncio.sleep(self.retry_after(response) or self.backoff(attempt))
+                attempt += 1
+                continue
+            return response
+
+    async def _call(
+        self,
+        method: str,
+        base: str,
+        version: str,
+        namespace: str,
+        url: str,
+        params: Mapping[str, str],
+        headers: Mapping[str, str] | None,
+        content: bytes | None = None,
+    ) -> httpx.Response:
+        extra: dict[str, Any] = {"headers": dict(headers)} if headers else {}
+        if content is not None:
+            extra["content"] = content
+        async with self.api.call_api(
+            method,
+            version=version,
+            base=base,
+            namespace=namespace or None,
+            url=url,
+            raise_for_status=False,
+            params=dict(params),
+            **extra,
+        ) as response:
+            await response.aread()
+            return response  # type: ignore[no-any-return]
+
+    async def get_json(
+        self, base: str, url: str = "", params: Mapping[str, str] | None = None
+    ) -> Any:
+        response = await self.get(base, url=url, params=params)
+        if response.status_code != 200:
+            raise Unreadable(
+                f"GET {base}/{url} answered {response.status_code}: {status_message(response)}",
+                response.status_code,
+            )
+        return response.json()
+
+    def backoff(self, attempt: int) -> float:
+        delay = min(self.config.max_backoff, math.ldexp(self.config.backoff, attempt))
+        return delay * random.uniform(0.8, 1.2)  # jitter, not crypto
+
+    def retry_after(self, response: httpx.Response) -> float | None:
+        value = response.headers.get("Retry-After", "").strip()
+        if not value:
+            return None
+        try:
+            seconds = float(value)
+        except ValueError:
+            parsed = email.utils.parsedate_to_datetime(value) if value else None
+            if parsed is None:
+                return None
+            seconds = parsed.timestamp() - time.time()
+        return float(max(0.0, min(seconds, self.config.max_retry_after)))
+
+
+def retrieved(task: asyncio.Task[Any]) -> None:
+    """Marks a task's error as seen (a connection that failed says why itself)."""
+    if not task.cancelled():
+        task.exception()
+
+
+async def in_order(*coros: Coroutine[Any, Any, Any]) -> list[Any]:
+    """Run `coros` concurrently; the first to fail in argument order is raised (the others
+    run to their end), as if they had run one after another."""
+    results = await asyncio.gather(*coros, return_exceptions=True)
+    for result in results:
+        if isinstance(result, BaseException):
+            raise result
+    return results
+
+
+def _origin(url: httpx.URL) -> str:
+    return f"{url.scheme}://{url.netloc.decode()}"
+
+
+def status_message(response: httpx.Response) -> str:
+    """The `message` of a Status body, or the first line of whatever else came back."""
+    try:
+        body = response.json()
+    except (ValueError, json.JSONDecodeError, httpx.ResponseNotRead):
+        try:
+            text = response.text.strip()
+        except httpx.ResponseNotRead:
+            return response.reason_phrase
+        return text.splitlines()[0][:200] if text else response.reason_phrase
+    if isinstance(body, dict) and body.get("message"):
+        return str(body["message"])
+    return response.reason_phrase
