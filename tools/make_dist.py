@@ -26,8 +26,8 @@ Each archive ``dist/kubectl-gitdrift-v<version>-<os>-<arch>.tar.gz`` holds:
 - ``LICENSE`` and ``README.md``.
 
 kubernetes-validate ships ~108 MB of schemas; only the ``_definitions.json`` of the newest
-``--keep-schemas`` Kubernetes minors are kept (kubectl_gitdrift/compare/openapi.py reads nothing else),
-and the build checks that the default version openapi.py asks for still resolves the same way.
+``--keep-schemas`` Kubernetes minors are kept (kubectl_gitdrift/compare/openapi.py reads nothing
+else), and the build checks that the default version openapi.py asks for still resolves the same way.
 
 A (platform, Python) pair without wheels for every dependency is recorded as such in the lock and
 dropped with a message; a platform with no Python left is dropped from the archives and the
@@ -600,8 +600,8 @@ def _pick(versions: Sequence[tuple[int, int, int]], requested: str) -> tuple[int
 
 
 def default_kube_version() -> str:
-    """The version kubectl_gitdrift.compare.openapi.load_builtin_definitions() asks for by default (read
-    from the source: the build's Python need not be able to import the package)."""
+    """The version compare/openapi.py's load_builtin_definitions() asks for by default (read from
+    the source: the build's Python need not be able to import the package)."""
     source = (ROOT / "kubectl_gitdrift" / "compare" / "openapi.py").read_text()
     constants = {}
     for node in ast.parse(source).body:
@@ -640,8 +640,8 @@ def unpack_kubernetes_validate(
     wheel: Path, site: Path, keep_schemas: int, kube_default: str
 ) -> list[str]:
     """Unpack kubernetes-validate's code and only the newest `keep_schemas` minors'
-    `_definitions.json` (kubectl_gitdrift/compare/openapi.py reads nothing else), instead of its 108 MB
-    of schemas. Checks that the default version openapi.py asks for resolves the same way."""
+    `_definitions.json` (kubectl_gitdrift/compare/openapi.py reads nothing else), instead of its
+    108 MB of schemas. Checks that the default version openapi.py asks for resolves the same way."""
     with zipfile.ZipFile(wheel) as zf:
         names = zf.namelist()
         versions: dict[tuple[int, int, int], str] = {}
