@@ -27,7 +27,8 @@ Each archive ``dist/kubectl-gitdrift-v<version>-<os>-<arch>.tar.gz`` holds:
 
 kubernetes-validate ships ~108 MB of schemas; only the ``_definitions.json`` of the newest
 ``--keep-schemas`` Kubernetes minors are kept (kubectl_gitdrift/compare/openapi.py reads nothing
-else), and the build checks that the default version openapi.py asks for still resolves the same way.
+else), and the build checks that the default version openapi.py asks for still resolves the
+same way.
 
 A (platform, Python) pair without wheels for every dependency is recorded as such in the lock and
 dropped with a message; a platform with no Python left is dropped from the archives and the
