@@ -17,6 +17,7 @@ import yaml
 
 from kubectl_gitdrift import yamlio
 from kubectl_gitdrift.errors import ExitCode, SnapshotError
+from kubectl_gitdrift.yamlio import fastjson
 from tests.conftest import Result
 from tests.test_all import fleet_snapshot, repo  # noqa: F401
 from tests.test_fanout import fleet40, run_all_cli  # noqa: F401
@@ -128,15 +129,15 @@ def test_a_reading_that_cannot_be_proven_is_read_again(
 ) -> None:
     args = _as_json(fleet_snapshot, repo, tmp_path)
     plain = run_cli(args)  # small: the checking parse only
-    monkeypatch.setattr(yamlio, "FAST_JSON_CHARS", 0)
+    monkeypatch.setattr(fastjson, "FAST_JSON_CHARS", 0)
     proofs: list[bool] = []
-    real = yamlio._proof
+    real = fastjson._proof
 
     def unproven_once(text: str, read: list[Any]) -> Any:
         proofs.append(bool(proofs))
         return real(text, read) if len(proofs) > 1 else None
 
-    monkeypatch.setattr(yamlio, "_proof", unproven_once)
+    monkeypatch.setattr(fastjson, "_proof", unproven_once)
     again = run_cli(args)
     assert proofs == [False, True]  # deferred, failed; then read again and proven at once
     assert (again.exit_code, again.stdout, again.stderr) == (
@@ -157,15 +158,15 @@ def test_a_run_leaves_the_snapshot_as_it_was_read(
     when an error makes it run last): comparing must leave the objects read as they were, or
     the proof would fail and the snapshot be read twice."""
     args = _as_json(fleet_snapshot, repo, tmp_path)
-    monkeypatch.setattr(yamlio, "FAST_JSON_CHARS", 0)
+    monkeypatch.setattr(fastjson, "FAST_JSON_CHARS", 0)
     proofs: list[object] = []
-    real = yamlio._proof
+    real = fastjson._proof
 
     def counted(text: str, read: list[Any]) -> Any:
         proofs.append(real(text, read))
         return proofs[-1]
 
-    monkeypatch.setattr(yamlio, "_proof", counted)
+    monkeypatch.setattr(fastjson, "_proof", counted)
     assert run_cli(args).exit_code == ExitCode.DRIFT
     assert len(proofs) == 1
     assert proofs[0] is not None  # proven: read once

@@ -8,11 +8,11 @@ from typing import Any
 
 import pytest
 
-from kubectl_gitdrift import yamlio
 from kubectl_gitdrift.model import Application, AppSource, ListKey, Manifest, ObjectKey, SyncPolicy
 from kubectl_gitdrift.sources import locate as locate_module
 from kubectl_gitdrift.sources.locate import Location, locate
 from kubectl_gitdrift.sources.render import Rendered, render
+from kubectl_gitdrift.yamlio import yamlload
 
 DEPLOYMENT = """\
 apiVersion: apps/v1
@@ -215,12 +215,12 @@ def test_each_file_is_parsed_once(
     result, deploy = rendered(repo, tmp_path, "overlays/staging/guestbook")
     parsed: list[str] = []
 
-    class CountingLoader(yamlio._Loader):
+    class CountingLoader(yamlload._Loader):
         def __init__(self, stream: str) -> None:
             parsed.append(stream)
             super().__init__(stream)
 
-    monkeypatch.setattr(yamlio, "_Loader", CountingLoader)
+    monkeypatch.setattr(yamlload, "_Loader", CountingLoader)
     locate_module._composed.cache_clear()
     locate_module._heads.cache_clear()
     assert locate(result.tree, result.source_path, deploy, IMAGE, "nginx:1.0") == Location(

@@ -231,7 +231,7 @@ def _many(n: int) -> list[dict[str, Any]]:
 def test_a_big_json_snapshot_reads_the_same_through_msgspec(
     stream: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from kubectl_gitdrift import yamlio
+    from kubectl_gitdrift.yamlio import fastjson
 
     objs = _many(6000)
     path = tmp_path / "s.json"
@@ -239,10 +239,10 @@ def test_a_big_json_snapshot_reads_the_same_through_msgspec(
         path.write_text("\n".join(json.dumps(o) for o in objs) + "\n")
     else:
         path.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": objs}, indent=1))
-    assert path.stat().st_size > yamlio.FAST_JSON_CHARS
-    assert yamlio._fast_json(path.read_text()) is not None  # the fast way answers
+    assert path.stat().st_size > fastjson.FAST_JSON_CHARS
+    assert fastjson.fast_json(path.read_text()) is not None  # the fast way answers
     fast = snapshot.load(path)
-    monkeypatch.setattr(yamlio, "FAST_JSON_CHARS", 1 << 62)
+    monkeypatch.setattr(fastjson, "FAST_JSON_CHARS", 1 << 62)
     assert snapshot.load(path) == fast
     assert [m.body for m in fast.objects] == sorted(
         objs, key=lambda o: (o["metadata"]["namespace"], o["metadata"]["name"])
@@ -252,16 +252,16 @@ def test_a_big_json_snapshot_reads_the_same_through_msgspec(
 def test_a_gitdrift_snapshot_written_as_json_reads_back_fast(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from kubectl_gitdrift import yamlio
+    from kubectl_gitdrift.yamlio import fastjson
 
     doc = minimal()
     doc["objects"] = [*doc["objects"], *_many(6000)]
     path = tmp_path / "s.json"
     snapshot.write(path, doc)
-    assert yamlio._fast_json(path.read_text()) is not None
+    assert fastjson.fast_json(path.read_text()) is not None
     state = snapshot.load(path)
     assert len(state.objects) == len(doc["objects"]) + 1  # + argocd-cm
-    monkeypatch.setattr(yamlio, "FAST_JSON_CHARS", 1 << 62)
+    monkeypatch.setattr(fastjson, "FAST_JSON_CHARS", 1 << 62)
     assert snapshot.load(path) == state
 
 
@@ -282,13 +282,13 @@ def test_a_gitdrift_snapshot_written_as_json_reads_back_fast(
 def test_a_big_json_snapshot_fails_as_it_did(
     tail: str, message: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from kubectl_gitdrift import yamlio
+    from kubectl_gitdrift.yamlio import fastjson
 
     path = tmp_path / "s.json"
     path.write_text("\n".join(json.dumps(o) for o in _many(6000)) + "\n\n" + tail + "\n")
     with pytest.raises(SnapshotError, match=re.escape(message)) as fast:
         snapshot.load(path)
-    monkeypatch.setattr(yamlio, "FAST_JSON_CHARS", 1 << 62)
+    monkeypatch.setattr(fastjson, "FAST_JSON_CHARS", 1 << 62)
     with pytest.raises(SnapshotError) as slow:
         snapshot.load(path)
     assert str(fast.value) == str(slow.value)

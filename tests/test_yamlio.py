@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from kubectl_gitdrift import yamlio
 from kubectl_gitdrift.errors import GitDriftError, SnapshotError, SourceError
+from kubectl_gitdrift.yamlio import limits, yamlload
 
 DEPLOY = "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\n"
 
@@ -174,7 +175,7 @@ def test_binary_junk() -> None:
 
 
 def test_size_limit(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(yamlio, "MAX_BYTES", 10)
+    monkeypatch.setattr(limits, "MAX_BYTES", 10)
     with pytest.raises(SourceError, match=r"^big\.yaml: 12 bytes is more than the 10 bytes"):
         yamlio.load_documents(b"a: 12345678\n", "big.yaml")
 
@@ -248,7 +249,7 @@ def shape(value: Any, seen: dict[int, int] | None = None) -> Any:
 
 
 def composed(text: str) -> Any:
-    return shape(yamlio._load_composed(text, "t.yaml", SourceError))
+    return shape(yamlload._load_composed(text, "t.yaml", SourceError))
 
 
 def outcome(load: Callable[[str], Any], text: str) -> Any:
@@ -264,7 +265,7 @@ def load_any(text: str) -> Any:
 
 
 def load_composed(text: str) -> Any:
-    return yamlio._load_composed(text, "t.yaml", SourceError)
+    return yamlload._load_composed(text, "t.yaml", SourceError)
 
 
 STREAMED = {
@@ -314,7 +315,7 @@ metadata: {resourceVersion: ""}
 
 @pytest.mark.parametrize("text", STREAMED.values(), ids=STREAMED.keys())
 def test_streamed_load_builds_what_the_composed_load_builds(text: str) -> None:
-    assert shape(yamlio._stream_yaml(text)) == composed(text)
+    assert shape(yamlload._stream_yaml(text)) == composed(text)
     assert shape(yamlio.load_any(text, "t.yaml")) == composed(text)
 
 
@@ -345,8 +346,8 @@ UNSURE = {
 
 @pytest.mark.parametrize("text", UNSURE.values(), ids=UNSURE.keys())
 def test_the_streamed_load_leaves_the_rest_to_the_composed_load(text: str) -> None:
-    with pytest.raises(yamlio._Unsure):
-        yamlio._stream_yaml(text)
+    with pytest.raises(yamlload._Unsure):
+        yamlload._stream_yaml(text)
     assert outcome(load_any, text) == outcome(load_composed, text)
 
 
@@ -371,7 +372,7 @@ def test_depth_bound_at_the_edge(form: str, depth: int) -> None:
 @pytest.mark.parametrize("count", [yamlio.MAX_ALIASES - 1, yamlio.MAX_ALIASES])
 def test_aliases_below_the_bound_are_streamed(count: int) -> None:
     text = "a: &a x\nb: [" + ", ".join(["*a"] * count) + "]\n"
-    assert yamlio._stream_yaml(text) == [{"a": "x", "b": ["x"] * count}]
+    assert yamlload._stream_yaml(text) == [{"a": "x", "b": ["x"] * count}]
 
 
 @pytest.mark.parametrize(
@@ -387,15 +388,15 @@ def test_aliases_below_the_bound_are_streamed(count: int) -> None:
     ids=["aliases", "expansion", "depth"],
 )
 def test_the_streamed_load_stops_at_the_bounds(text: str) -> None:
-    with pytest.raises(yamlio._Unsure):
-        yamlio._stream_yaml(text)
+    with pytest.raises(yamlload._Unsure):
+        yamlload._stream_yaml(text)
     with pytest.raises(SourceError, match=r"^t\.yaml: document 1: (more than|aliases|nested)"):
         yamlio.load_any(text, "t.yaml")
 
 
 def test_plain_scalars_resolve_by_their_first_character() -> None:
     # no wildcard resolver: a plain scalar starting with anything else is a string
-    assert None not in yamlio._Loader.yaml_implicit_resolvers
+    assert None not in yamlload._Loader.yaml_implicit_resolvers
 
 
 leaves = st.one_of(
@@ -439,11 +440,11 @@ def test_the_quick_node_check_agrees_with_the_full_walk(items: list[str], nestin
     text = "x: &x [1]\n" + "y: " + "[" * nesting + ", ".join(items) + "]" * nesting + "\n"
     text += "z: {" + ", ".join(f"{item}: 1" for item in items if not item.startswith("&")) + "}\n"
     try:
-        nodes = list(yaml.compose_all(text, Loader=yamlio._Loader))
+        nodes = list(yaml.compose_all(text, Loader=yamlload._Loader))
     except yaml.YAMLError:
         return
     for node in nodes:
-        assert yamlio._check_node(node) == yamlio._first_problem(node)
+        assert yamlload._check_node(node) == yamlload._first_problem(node)
 
 
 # --------------------------------------------------------------------------- compose_documents
@@ -528,7 +529,7 @@ def test_the_collector_is_paused_while_parsing_and_restored(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     seen: list[bool] = []
-    real = yamlio._load_yaml
+    real = yamlload.load_yaml
 
     def spy(text: str, name: str, error: type[GitDriftError]) -> list[Any]:
         seen.append(gc.isenabled())
@@ -537,7 +538,7 @@ def test_the_collector_is_paused_while_parsing_and_restored(
             seen.append(gc.isenabled())
         return real(text, name, error)
 
-    monkeypatch.setattr(yamlio, "_load_yaml", spy)
+    monkeypatch.setattr(yamlload, "load_yaml", spy)
     assert gc.isenabled()
     yamlio.load_any("a: 1\n", "outer.yaml")
     assert seen == [False, False, False]

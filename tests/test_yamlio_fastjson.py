@@ -1,4 +1,4 @@
-"""Big JSON texts are read by msgspec first (yamlio._fast_json); the checking json loop decides
+"""Big JSON texts are read by msgspec first (fastjson.fast_json); the checking json loop decides
 whenever msgspec's result could differ. These tests hold the two to the same answer: the same
 documents (compared by repr, so 1, 1.0 and True stay apart) or the same error, on texts built to
 hit every difference between the parsers (numbers, escapes, whitespace, keys written twice,
@@ -15,13 +15,14 @@ from hypothesis import strategies as st
 
 from kubectl_gitdrift import yamlio
 from kubectl_gitdrift.errors import GitDriftError, SourceError
+from kubectl_gitdrift.yamlio import fastjson
 
 DEEP = yamlio.MAX_DEPTH
 
 
 def _outcome(text: str, fast: bool, monkeypatch: pytest.MonkeyPatch) -> str:
     """repr of what load_any returns, or the error line, with the fast path on or off."""
-    monkeypatch.setattr(yamlio, "FAST_JSON_CHARS", 0 if fast else 1 << 62)
+    monkeypatch.setattr(fastjson, "FAST_JSON_CHARS", 0 if fast else 1 << 62)
     try:
         return repr(yamlio.load_any(text, "f.json"))
     except GitDriftError as exc:
@@ -36,7 +37,7 @@ def assert_same(text: str, monkeypatch: pytest.MonkeyPatch) -> str:
 
 def _taken(text: str) -> bool:
     """Whether the fast path answers for `text` by itself."""
-    return yamlio._fast_json(text) is not None
+    return fastjson.fast_json(text) is not None
 
 
 # --------------------------------------------------------------------------- chosen texts
@@ -102,7 +103,7 @@ def test_the_fast_path_answers_for_plain_kubernetes_json() -> None:
     text = "\n".join(json.dumps(d) for d in docs)
     assert _taken(text)
     assert _taken(json.dumps({"kind": "List", "items": docs}, indent=1))
-    assert yamlio._fast_json(text) == (docs, False)
+    assert fastjson.fast_json(text) == (docs, False)
 
 
 @pytest.mark.parametrize(
@@ -136,7 +137,7 @@ def test_keys_written_twice_are_never_read_fast() -> None:
 
 def test_depth_exactly_at_the_bound_is_read_fast() -> None:
     at_bound = "[" * DEEP + "1" + "]" * DEEP  # 200 containers: fine
-    result = yamlio._fast_json(at_bound)
+    result = fastjson.fast_json(at_bound)
     assert result is not None
     assert result[1]  # looked at by the exact walk
     assert yamlio.load_any(at_bound, "f.json")
@@ -144,7 +145,7 @@ def test_depth_exactly_at_the_bound_is_read_fast() -> None:
 
 def test_msgspec_is_imported_only_for_big_texts(monkeypatch: pytest.MonkeyPatch) -> None:
     calls: list[str] = []
-    monkeypatch.setattr(yamlio, "_fast_json", lambda text: calls.append(text))
+    monkeypatch.setattr(fastjson, "fast_json", lambda text: calls.append(text))
     yamlio.load_any('{"a": 1}', "small.json")
     assert calls == []
     big = json.dumps({"a": "x" * yamlio.FAST_JSON_CHARS})
@@ -205,7 +206,7 @@ def test_documents_are_what_json_reads(monkeypatch: pytest.MonkeyPatch) -> None:
     values: list[Any] = [{"a": [1, 2.5, None, True, "x:y"]}, [], {}, "s", 7, {"é": {"b": []}}]
     text = "\n".join(json.dumps(v) for v in values)
     assert _taken(text)
-    monkeypatch.setattr(yamlio, "FAST_JSON_CHARS", 0)
+    monkeypatch.setattr(fastjson, "FAST_JSON_CHARS", 0)
     assert yamlio.load_any(text, "f.json") == values
     with pytest.raises(SourceError, match=r"^f\.json: document 2: duplicate key 'b'$"):
         yamlio.load_any('{"a": 1}\n{"b": 1, "b": 1}', "f.json")

@@ -1,10 +1,7 @@
-"""Untrusted YAML/JSON text in, plain Kubernetes documents out (pure: no files, no processes).
+"""YAML text in, documents (or PyYAML node trees) out, within the bounds, refusals in one line.
 
-Used for everything read from git, kustomize output and snapshots. The input is bounded: a size
-limit, an alias limit and an alias *expansion* limit (billion laughs), a nesting limit, duplicate
-mapping keys rejected (kubectl rejects them too), and every document must be a mapping. Errors are
-one line that names the file and the 1-based document index (or line), e.g.
-``overlays/prod/x.yaml: document 2: mapping expected, got a list``.
+Pure, like the package: the streamed load, the composing load that decides, and the node checks
+that word a refusal.
 
 Scalars follow what Kubernetes' YAML decoder produces rather than PyYAML's defaults: timestamps
 stay strings and non-string mapping keys become strings (``1: a`` is ``{"1": "a"}``).
@@ -19,14 +16,8 @@ those of the composing load either way.
 
 from __future__ import annotations
 
-import functools
-import gc
 import itertools
-import json
 import re
-import threading
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import Any
 
 import yaml
@@ -41,16 +32,8 @@ from yaml.events import (
 )
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
-from kubectl_gitdrift.errors import GitDriftError, SourceError
-
-MAX_BYTES = 64 * 1024 * 1024
-"""Largest input accepted, in bytes (of the UTF-8 text)."""
-MAX_ALIASES = 10_000
-"""Most alias references (``*name``) one document may contain."""
-MAX_EXPANDED_NODES = 1_000_000
-"""Aliases may not expand a document beyond this many nodes (and 10x its written size)."""
-MAX_DEPTH = 200
-"""Deepest nesting of mappings/sequences accepted."""
+from kubectl_gitdrift.errors import GitDriftError
+from kubectl_gitdrift.yamlio import limits
 
 _MERGE_TAG = "tag:yaml.org,2002:merge"
 _STR_TAG = "tag:yaml.org,2002:str"
@@ -109,454 +92,39 @@ def _key_text(key: Any) -> str:
     return key if isinstance(key, str) else str(key)
 
 
-_TYPE_NAMES: dict[type, str] = {
-    list: "a list",
-    str: "a string",
-    int: "a number",
-    float: "a number",
-    bool: "a boolean",
-    bytes: "binary data",
-}
-
-
-def type_name(value: Any) -> str:
-    """`a list`, `a string`, … for error messages."""
-    if value is None:
-        return "null"
-    if isinstance(value, Mapping):
-        return "a mapping"
-    return _TYPE_NAMES.get(type(value), f"a {type(value).__name__}")
-
-
-def load_documents(
-    text: str | bytes,
-    name: str,
-    *,
-    error: type[GitDriftError] = SourceError,
-    checks: list[Callable[[], None]] | None = None,
-) -> list[dict[str, Any]]:
-    """Every document in `text` (multi-document YAML or JSON), `*List` kinds flattened to items.
-
-    Empty documents are skipped. `name` is what error messages call the input (a repo-relative path,
-    a flag value). Raises `error` (SourceError unless told) with a one-line message.
-
-    `checks`: big JSON bytes read fast (`_fast_bytes`) are proven the same as the checking parse
-    later, by the check appended here, which raises Unproven unless they are: the caller runs it
-    before it shows anything of the result (with --all, beside the compare processes), and on
-    Unproven reads the text again without `checks`, which then raises or returns what the
-    checking parse does. Nothing is appended for a text given as a string (proven at once, if
-    read fast), nor when the bytes were read the checking way.
-    """
-    return [doc for _index, doc, _item in _indexed(text, name, error, checks)]
-
-
-def require_object(
-    doc: Mapping[str, Any],
-    name: str,
-    index: int,
-    *,
-    item: int | None = None,
-    error: type[GitDriftError] = SourceError,
-) -> None:
-    """Raise unless `doc` has a non-empty string apiVersion, kind and metadata.name (or
-    metadata.generateName: hooks such as `generateName: db-migrate-` are valid manifests; Argo CD
-    never compares them)."""
-    where = f"{name}: document {index}" + (f": items[{item}]" if item is not None else "")
-    for field in ("apiVersion", "kind"):
-        value = doc.get(field)
-        if not isinstance(value, str) or not value:
-            raise error(f"{where}: {field} missing" + _got(value))
-    metadata = doc.get("metadata")
-    if not isinstance(metadata, Mapping):
-        raise error(f"{where}: {doc['kind']}: metadata missing" + _got(metadata))
-    obj_name = metadata.get("name")
-    generate_name = metadata.get("generateName")
-    if obj_name is None and isinstance(generate_name, str) and generate_name:
-        return
-    if not isinstance(obj_name, str) or not obj_name:
-        raise error(f"{where}: {doc['kind']}: metadata.name missing" + _got(obj_name))
-
-
-def load_objects(
-    text: str | bytes, name: str, *, error: type[GitDriftError] = SourceError
-) -> list[dict[str, Any]]:
-    """`load_documents`, with `require_object` applied to each result (index = source document)."""
-    out: list[dict[str, Any]] = []
-    for index, doc, item in _indexed(text, name, error):
-        require_object(doc, name, index, item=item, error=error)
-        out.append(doc)
-    return out
-
-
-def load_any(
-    text: str | bytes, name: str, *, error: type[GitDriftError] = SourceError
-) -> list[Any]:
-    """Every document of `text` as parsed, under the same bounds, with no shape checks (None for
-    empty documents): for kustomization patches, which may be lists of JSON-patch operations."""
-    return _parse(text, name, error)
-
-
-def compose_documents(
-    text: str | bytes, name: str, *, error: type[GitDriftError] = SourceError
-) -> list[Node | None]:
-    """The PyYAML node trees of `text`'s documents (for their line marks), or `error` exactly
-    when `load_any` refuses `text`.
-
-    The text is composed once and the trees checked (JSON text is also read as JSON, as
-    `load_any` reads it); it is loaded as well only when the trees leave a doubt (an error to
-    word as `load_any` does, merge keys, tags beyond the core schema).
-    """
-    with _gc_paused:
-        text = _text(text, name, error)
-        is_json = _load_json(text, name, error) is not None
-        loader = _Loader(text)
-        nodes: list[Node | None] = []
-        failure: GitDriftError | None = None
-        try:
-            while loader.check_node():
-                nodes.append(loader.get_node())
-        except yaml.YAMLError as exc:
-            failure = _yaml_error(exc, name, error)
-        finally:
-            loader.dispose()
-        if failure is None and (is_json or all(map(_plain_document, nodes))):
-            return nodes
-        if not is_json:
-            _load_yaml(text, name, error)  # raises what load_any raises
-        if failure is not None:
-            raise failure
-        return nodes
-
-
-# --------------------------------------------------------------------------- internals
-
-
-def _got(value: Any) -> str:
-    return "" if value is None else f" (got {type_name(value)})"
-
-
-def _indexed(
-    text: str | bytes,
-    name: str,
-    error: type[GitDriftError],
-    checks: list[Callable[[], None]] | None = None,
-) -> list[tuple[int, dict[str, Any], int | None]]:
-    """(document index, object, List item index or None) for every object."""
-    docs = _parse(text, name, error, checks)
-    out: list[tuple[int, dict[str, Any], int | None]] = []
-    for index, doc in enumerate(docs, start=1):
-        if doc is None:
-            continue
-        if not isinstance(doc, dict):
-            raise error(f"{name}: document {index}: mapping expected, got {type_name(doc)}")
-        if _is_list(doc):
-            items = _flatten(doc, name, index, error)
-            out.extend((index, obj, i) for i, obj in enumerate(items))
-        else:
-            out.append((index, doc, None))
-    return out
-
-
-def _parse(
-    text: str | bytes,
-    name: str,
-    error: type[GitDriftError],
-    checks: list[Callable[[], None]] | None = None,
-) -> list[Any]:
-    with _gc_paused:
-        try_fast = True
-        if checks is not None and isinstance(text, bytes):
-            read = _fast_bytes(text, name, checks)
-            if read is not None:
-                return read
-            try_fast = False  # msgspec refused them, or they are no big JSON: not again
-        text = _text(text, name, error)
-        docs = _load_json(text, name, error, try_fast=try_fast)
-        if docs is None:
-            docs = _load_yaml(text, name, error)
-        return docs
-
-
-def _text(text: str | bytes, name: str, error: type[GitDriftError]) -> str:
-    """`text` as a string without its byte order mark, within MAX_BYTES."""
-    if isinstance(text, bytes):
-        if len(text) > MAX_BYTES:
-            raise error(f"{name}: {len(text)} bytes is more than the {MAX_BYTES} bytes allowed")
-        text = _decode(text, name, error)
-    text = text.removeprefix("\ufeff")
-    if len(text) > MAX_BYTES and len(text.encode("utf-8", "surrogatepass")) > MAX_BYTES:
-        raise error(f"{name}: more than the {MAX_BYTES} bytes allowed")
-    return text
-
-
-class _GCPause:
-    """Pauses the cyclic garbage collector while parses run: they allocate millions of
-    containers, none of them in a cycle, and each collection would walk them all again (a 37 MiB
-    JSON snapshot loads in half the time). Nests, and parses in several threads share one pause;
-    the collector's state from before the first is restored after the last."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._running = 0
-        self._resume = False
-
-    def __enter__(self) -> None:
-        with self._lock:
-            if self._running == 0:
-                self._resume = gc.isenabled()
-                gc.disable()
-            self._running += 1
-
-    def __exit__(self, *exc_info: object) -> None:
-        with self._lock:
-            self._running -= 1
-            if self._running == 0 and self._resume:
-                gc.enable()
-
-
-_gc_paused = _GCPause()
-
-
-def _is_list(doc: Mapping[str, Any]) -> bool:
-    kind = doc.get("kind")
-    if not isinstance(kind, str):
-        return False
-    return kind == "List" or (kind.endswith("List") and isinstance(doc.get("items"), list))
-
-
-def _flatten(
-    doc: dict[str, Any], name: str, index: int, error: type[GitDriftError]
-) -> list[dict[str, Any]]:
-    if not _is_list(doc):
-        return [doc]
-    items = doc.get("items")
-    if items is None:
-        return []
-    if not isinstance(items, list):
-        raise error(f"{name}: document {index}: items: list expected, got {type_name(items)}")
-    out: list[dict[str, Any]] = []
-    for i, item in enumerate(items):
-        if not isinstance(item, dict):
-            raise error(
-                f"{name}: document {index}: items[{i}]: mapping expected, got {type_name(item)}"
-            )
-        out.append(item)
-    return out
-
-
-def _decode(data: bytes, name: str, error: type[GitDriftError]) -> str:
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise error(
-            f"{name}: not UTF-8 text (byte 0x{data[exc.start]:02x} at offset {exc.start})"
-        ) from None
-
-
-def _load_json(
-    text: str, name: str, error: type[GitDriftError], *, try_fast: bool = True
-) -> list[Any] | None:
-    """Documents of a JSON text (one value or a stream of them), or None when the text is not
-    JSON (then it is read as YAML, which reports the error with a line number). `try_fast`: a
-    big text may be read by msgspec first (`_fast_json`)."""
-    if not text.lstrip(" \t\r\n").startswith(("{", "[")):
-        return None
-    fast = _fast_json(text) if try_fast and len(text) >= FAST_JSON_CHARS else None
-    if fast is not None:
-        read, deep = fast
-        for index, doc in enumerate(read if deep else (), 1):
-            if _depth_exceeds(doc):
-                raise error(f"{name}: document {index}: nested deeper than {MAX_DEPTH} levels")
-        return read
-    decoder = json.JSONDecoder(object_pairs_hook=_json_pairs)
-    docs: list[Any] = []
-    pos = 0
-    end = len(text)
-    while True:
-        while pos < end and text[pos] in " \t\r\n":
-            pos += 1
-        if pos >= end:
-            break
-        try:
-            doc, pos = decoder.raw_decode(text, pos)
-        except _DuplicateKeyError as exc:
-            raise error(f"{name}: document {len(docs) + 1}: duplicate key {exc.key!r}") from None
-        except RecursionError:
-            raise error(
-                f"{name}: document {len(docs) + 1}: nested deeper than {MAX_DEPTH} levels"
-            ) from None
-        except ValueError:
-            return None
-        if _depth_exceeds(doc):
-            raise error(f"{name}: document {len(docs) + 1}: nested deeper than {MAX_DEPTH} levels")
-        docs.append(doc)
-    return docs
-
-
-FAST_JSON_CHARS = 1 << 20
-"""JSON texts this long or longer are read by msgspec first (`_fast_json`); below, importing
-it costs more than it saves."""
-_FAST_JSON_CHUNK = 256
-"""Documents `_fast_json` re-encodes at a time (bounds the memory its checks take)."""
-
-
-class Unproven(Exception):
-    """A JSON text read fast could not be proven the same as the checking parse: read it again
-    without deferred checks (load_documents)."""
-
-    def __init__(self, name: str) -> None:
-        super().__init__(f"{name}: the fast JSON reading needs the checking parse")
-        self.name = name
-
-
-@dataclass(frozen=True, slots=True)
-class _Proof:
-    deep: bool  # a document may be nested deeper than MAX_DEPTH: walk each (_depth_exceeds)
-
-
-def _fast_json(text: str) -> tuple[list[Any], bool] | None:
-    """msgspec's reading of a JSON text (`_fast_read`) and whether a document may be nested
-    deeper than MAX_DEPTH, when `_proof` shows it is what the checking parse returns; else
-    None: then that parse decides, and raises what it raises."""
-    if not _countable(text):
-        return None
-    docs = _fast_read(text)
-    proof = None if docs is None else _proof(text, docs)
-    return None if docs is None or proof is None else (docs, proof.deep)
-
-
-def _fast_read(text: str | bytes) -> list[Any] | None:
-    """The documents of a JSON text (or its UTF-8 bytes) as msgspec reads them, or None when
-    it refuses them."""
-    try:
-        docs: list[Any] = _msgspec_decoder().decode_lines(text)
-    except (ValueError, RecursionError):  # msgspec.DecodeError is a ValueError
-        return None
-    return docs
-
-
-def _fast_bytes(data: bytes, name: str, checks: list[Callable[[], None]]) -> list[Any] | None:
-    """`_load_json`'s deferred fast reading, from the bytes: the text is decoded (and checked
-    to be UTF-8) by the check, not here. None when the checking way must read them."""
-    if not FAST_JSON_CHARS <= len(data) <= MAX_BYTES:
-        return None
-    data = data.removeprefix(_BOM)
-    if not _JSON_START.match(data):
-        return None
-    read = _fast_read(data)
-    if read is not None:
-        checks.append(functools.partial(_check_later, data, read, name))
-    return read
-
-
-_BOM = "\ufeff".encode()
-_JSON_START = re.compile(rb"[ \t\r\n]*[{\[]")
-
-
-def _countable(text: str) -> bool:
-    """Whether `_proof` can count the text's colons: none is written `\\u003a`. (`\\u003c`,
-    `\\u003e`, which Go's JSON writes for `<` and `>`, are no colons.)"""
-    return "\\u003" not in text or _COLON_ESCAPE.search(text) is None
-
-
-_COLON_ESCAPE = re.compile(r"\\u003[aA]")
-
-
-def _proof(text: str, docs: list[Any]) -> _Proof | None:
-    """Whether `docs` (`_fast_read`) are certainly what the checking parse (`_load_json`'s json
-    loop) returns for `text`, or None: then that parse decides, and raises what it raises.
-
-    - The stream: msgspec's `decode_lines` skips JSON whitespace and reads one value after the
-      other, as the json loop does, and what it reads json reads alike (the same values, each
-      ending at the same place). Some texts json reads it refuses: NaN, Infinity, numbers json
-      makes infinite, lone surrogates, integers past Python's digit limit, values run together
-      (`00`). tests/test_yamlio_fastjson.py compares the two.
-    - Keys written twice, which msgspec lets the last win silently: outside strings a JSON text
-      has one colon per key-value pair written; the result re-encoded (compact) has one per
-      pair kept plus the colons of the strings kept. A string's colons are those of its text
-      unless written `\\u003a` (`_countable` refuses those), so the counts are equal exactly
-      when no pair was dropped.
-    - Depth: the documents re-encoded in a list with one space of indent per level put each
-      element of a container d levels below the list on a line indented d + 1 spaces (strings
-      hold no raw newline): a container MAX_DEPTH levels below a document's root is on a line
-      indented MAX_DEPTH + 1 spaces. Without such a line no document is too deep; with one,
-      the caller walks each document with `_depth_exceeds`.
-    """
-    import msgspec  # _fast_read has imported it
-
-    too_deep = b"\n" + b" " * (MAX_DEPTH + 1)
-    colons = 0
-    deep = False
-    try:
-        for start in range(0, len(docs), _FAST_JSON_CHUNK):
-            chunk = msgspec.json.encode(docs[start : start + _FAST_JSON_CHUNK])
-            colons += chunk.count(b":")
-            deep = deep or too_deep in msgspec.json.format(chunk, indent=1)
-    except (ValueError, RecursionError):
-        return None
-    if colons != text.count(":"):
-        return None
-    return _Proof(deep)
-
-
-def _check_later(data: bytes, docs: list[Any], name: str) -> None:
-    """The check `_fast_bytes` deferred: Unproven unless the checking parse would have returned
-    `docs` as they are, without an error."""
-    try:
-        text = data.decode("utf-8")  # as _text decodes it; msgspec read the same text
-    except UnicodeDecodeError:
-        raise Unproven(name) from None
-    proof = _proof(text, docs) if _countable(text) else None
-    if proof is None or (proof.deep and any(map(_depth_exceeds, docs))):
-        raise Unproven(name)
-
-
-@functools.cache
-def _msgspec_decoder() -> Any:
-    import msgspec
-
-    return msgspec.json.Decoder()
-
-
-class _DuplicateKeyError(ValueError):
-    def __init__(self, key: str) -> None:
-        super().__init__(key)
-        self.key = key
-
-
-def _json_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    out: dict[str, Any] = dict(pairs)
-    if len(out) == len(pairs):  # no duplicate: the common case, in C
-        return out
-    out = {}
-    for key, value in pairs:
-        if key in out:
-            raise _DuplicateKeyError(key)
-        out[key] = value
-    return out
-
-
-def _depth_exceeds(doc: Any) -> bool:
-    """Whether a JSON document has a mapping or list below MAX_DEPTH levels of them: walked
-    level by level, keeping containers only (json makes plain dicts and lists)."""
-    level = [doc] if type(doc) is dict or type(doc) is list else []
-    for _depth in range(MAX_DEPTH):
-        level = [
-            child
-            for node in level
-            for child in (node.values() if type(node) is dict else node)
-            if type(child) is dict or type(child) is list
-        ]
-        if not level:
-            return False
-    return True
-
-
-def _load_yaml(text: str, name: str, error: type[GitDriftError]) -> list[Any]:
+def load_yaml(text: str, name: str, error: type[GitDriftError]) -> list[Any]:
+    """The documents of `text`, streamed (`_stream_yaml`) or, when that is unsure, composed
+    (`_load_composed`), which raises `error` with the one-line message."""
     try:
         return _stream_yaml(text)
     except _Unsure:
         return _load_composed(text, name, error)
+
+
+def compose(
+    text: str, name: str, error: type[GitDriftError], *, is_json: bool
+) -> list[Node | None]:
+    """The node trees of `text`'s documents (`yamlio.compose_documents`). Raises `error` when
+    composing fails, or when the trees leave a doubt (`_plain_document`) and `load_yaml`
+    refuses `text`. `is_json`: the package reads `text` as JSON, not as this YAML, so the trees
+    need no load."""
+    loader = _Loader(text)
+    nodes: list[Node | None] = []
+    failure: GitDriftError | None = None
+    try:
+        while loader.check_node():
+            nodes.append(loader.get_node())
+    except yaml.YAMLError as exc:
+        failure = _yaml_error(exc, name, error)
+    finally:
+        loader.dispose()
+    if failure is None and (is_json or all(map(_plain_document, nodes))):
+        return nodes
+    if not is_json:
+        load_yaml(text, name, error)  # raises what load_any raises
+    if failure is not None:
+        raise failure
+    return nodes
 
 
 def _load_composed(text: str, name: str, error: type[GitDriftError]) -> list[Any]:
@@ -582,7 +150,9 @@ def _load_composed(text: str, name: str, error: type[GitDriftError]) -> list[Any
     except yaml.YAMLError as exc:
         raise _yaml_error(exc, name, error) from None
     except RecursionError:
-        raise error(f"{name}: document {index}: nested deeper than {MAX_DEPTH} levels") from None
+        raise error(
+            f"{name}: document {index}: nested deeper than {limits.MAX_DEPTH} levels"
+        ) from None
     finally:
         loader.dispose()
     return docs
@@ -696,7 +266,9 @@ def _stream_document(loader: Any, cache: dict[str, Any]) -> Any:
     but of mappings with string keys distinct across them (`_Frame.merged`). Aliases share one
     object, as constructed aliases do.
     """
-    max_depth, max_aliases, max_expanded = MAX_DEPTH, MAX_ALIASES, MAX_EXPANDED_NODES
+    max_depth = limits.MAX_DEPTH
+    max_aliases = limits.MAX_ALIASES
+    max_expanded = limits.MAX_EXPANDED_NODES
     get_event = loader.get_event
     anchors: dict[str, tuple[Any, int, int] | None] = {}  # name -> (value, size, height)
     stack: list[tuple[Any, Any, _Frame | None]] = []  # the enclosing (top, key, frame)
@@ -899,7 +471,7 @@ def _plain_tree(root: Node) -> bool:
     level, mostly in C; False when unsure (then `_first_problem` decides)."""
     seen = {id(root)}
     level = [root]
-    for _depth in range(MAX_DEPTH):
+    for _depth in range(limits.MAX_DEPTH):
         below: list[Node] = []
         for node in level:
             if type(node) is MappingNode:
@@ -928,6 +500,9 @@ def _first_problem(root: Node) -> str | None:
     Aliases compose to shared node objects, so the walk visits each distinct node once and counts
     how many nodes the document would have once expanded.
     """
+    max_depth = limits.MAX_DEPTH
+    max_aliases = limits.MAX_ALIASES
+    max_expanded = limits.MAX_EXPANDED_NODES
     sizes: dict[int, int] = {}  # id(node) -> expanded node count (also the "done" set)
     heights: dict[int, int] = {}
     on_path: set[int] = set()
@@ -942,18 +517,15 @@ def _first_problem(root: Node) -> str | None:
             children = _children(node)
             sizes[ident] = 1 + sum(sizes[id(c)] for c in children)
             heights[ident] = 1 + max((heights[id(c)] for c in children), default=0)
-            if heights[ident] > MAX_DEPTH:
-                return f"nested deeper than {MAX_DEPTH} levels"
-            if sizes[ident] > MAX_EXPANDED_NODES and sizes[ident] > 10 * unique:
-                return (
-                    f"aliases expand to more than {MAX_EXPANDED_NODES} nodes"
-                    " (is this an alias bomb?)"
-                )
+            if heights[ident] > max_depth:
+                return f"nested deeper than {max_depth} levels"
+            if sizes[ident] > max_expanded and sizes[ident] > 10 * unique:
+                return f"aliases expand to more than {max_expanded} nodes (is this an alias bomb?)"
             continue
         if ident in sizes:
             aliases += 1
-            if aliases > MAX_ALIASES:
-                return f"more than {MAX_ALIASES} aliases"
+            if aliases > max_aliases:
+                return f"more than {max_aliases} aliases"
             continue
         if ident in on_path:
             return f"line {node.start_mark.line + 1}: recursive alias"
@@ -969,12 +541,12 @@ def _first_problem(root: Node) -> str | None:
                 return f"line {child.start_mark.line + 1}: recursive alias"
             if id(child) in sizes:
                 aliases += 1
-                if aliases > MAX_ALIASES:
-                    return f"more than {MAX_ALIASES} aliases"
+                if aliases > max_aliases:
+                    return f"more than {max_aliases} aliases"
             else:
                 stack.append((child, False))
-        if len(on_path) > MAX_DEPTH:
-            return f"nested deeper than {MAX_DEPTH} levels"
+        if len(on_path) > max_depth:
+            return f"nested deeper than {max_depth} levels"
     return None
 
 
@@ -996,16 +568,3 @@ def _duplicate_key(node: MappingNode) -> str | None:
             return f"line {key.start_mark.line + 1}: duplicate key {key.value!r}"
         seen.add(ident)
     return None
-
-
-__all__ = [
-    "MAX_ALIASES",
-    "MAX_BYTES",
-    "MAX_DEPTH",
-    "MAX_EXPANDED_NODES",
-    "load_any",
-    "load_documents",
-    "load_objects",
-    "require_object",
-    "type_name",
-]
