@@ -1,1 +1,2 @@
-"""Run wing: selects a run's Applications, gathers and renders their inputs, and runs the engine for each, on every core."""
+"""Run wing: selects a run's Applications (its Request), gathers and renders their inputs, and
+runs the engine for each, on every core."""
