@@ -393,8 +393,8 @@ def child_cli(args: argparse.Namespace) -> int:
         _write_profile(profiler, args.profile)
     result.update(rc=rc, stderr=err.getvalue()[-2000:], peak_rss_mib=_peak_rss_mib())
     with contextlib.suppress(Exception):
-        workflow = importlib.import_module("kubectl_gitdrift.run.workflow")
-        result["workers"] = workflow.max_workers()
+        settings = importlib.import_module("kubectl_gitdrift.settings")
+        result["workers"] = settings.Settings.from_environ().workers()
     result["check"] = check_report(out.getvalue(), meta)
     del out
     if args.baselines:
@@ -856,8 +856,8 @@ def kustomize_binary() -> list[str]:
 
 def default_workers() -> int | None:
     with contextlib.suppress(Exception):
-        workflow = importlib.import_module("kubectl_gitdrift.run.workflow")
-        return int(workflow.MAX_WORKERS)
+        settings = importlib.import_module("kubectl_gitdrift.settings")
+        return int(settings.MAX_WORKERS)
     return None
 
 
@@ -1011,7 +1011,7 @@ def report_fleet(res: dict[str, Any]) -> str:
     warm, cold = res.get("warm") or {}, res.get("cold") or {}
     workers = cold.get("workers") or warm.get("workers")
     lines.append(
-        f"{res.get('cores')} cores; cold: render workers {workers} (workflow.MAX_WORKERS "
+        f"{res.get('cores')} cores; cold: render workers {workers} (settings.MAX_WORKERS "
         f"{res.get('default_workers')}, KUBECTL_GITDRIFT_WORKERS set to the core count only if "
         f"larger); warm: one process (KUBECTL_GITDRIFT_WORKERS=1, so that the phase timers see "
         f"every app; bench/fleet.py times the worker processes); render cache entries after "

@@ -30,7 +30,7 @@ sys.path.insert(0, str(HERE))
 import generate  # noqa: E402  (bench/generate.py, beside this file)
 
 from kubectl_gitdrift.cli import main as cli  # noqa: E402
-from kubectl_gitdrift.cli import parser, serve  # noqa: E402
+from kubectl_gitdrift.cli import parser, requests, serve  # noqa: E402
 
 
 def rss_mib() -> float:
@@ -58,7 +58,8 @@ def main(argv: list[str] | None = None) -> int:
     )  # fmt: skip
     drifted = {d["app"] for d in meta["drifted"]}
 
-    exporter = serve.Exporter(cli.serve_runner(args, sys.stderr), sys.stderr)
+    request = requests.request_from(args)
+    exporter = serve.Exporter(cli.serve_runner(request, sys.stderr), sys.stderr)
     rows: list[dict[str, Any]] = []
     for cycle in range(opts.cycles + 1):
         wall, cpu = time.perf_counter(), time.process_time()

@@ -34,7 +34,6 @@ DEFAULT_PLUGINS = (
 )
 BUILTIN_NAMES = {module: "builtin/" + module.rsplit(".", 1)[1] for module in DEFAULT_PLUGINS}
 ENTRY_POINT_GROUP = "kubectl_gitdrift"
-AUTOLOAD_ENV = "KUBECTL_GITDRIFT_DISABLE_PLUGIN_AUTOLOAD"
 PATH_MODULE_PREFIX = "kubectl_gitdrift_plugin_"
 
 
@@ -54,11 +53,6 @@ class PluginManager(pluggy.PluginManager):
         self.sources: dict[str, str] = {}
 
 
-def autoload_disabled() -> bool:
-    """`KUBECTL_GITDRIFT_DISABLE_PLUGIN_AUTOLOAD` set to anything but "", "0" or "false"."""
-    return os.environ.get(AUTOLOAD_ENV, "").strip().lower() not in ("", "0", "false", "no")
-
-
 def make_plugin_manager(
     *,
     paths: Sequence[str] = (),
@@ -68,10 +62,11 @@ def make_plugin_manager(
     """A fresh manager for one run.
 
     Order: built-ins, then installed distributions (entry-point group `kubectl_gitdrift`, sorted
-    by name; skipped when `entry_points` is False or autoload is disabled by the environment),
-    then `paths` in the order given. pluggy calls the newest first, so team plugins run before
-    the built-ins and override `gitdrift_attribute`. `blocked` names (`--disable-plugin`) are
-    never imported. Any failure names the plugin and raises PluginError.
+    by name; skipped when `entry_points` is False: the CLI passes False for --no-entry-points
+    and when the run's Settings disable autoload), then `paths` in the order given. pluggy
+    calls the newest first, so team plugins run before the built-ins and override
+    `gitdrift_attribute`. `blocked` names (`--disable-plugin`) are never imported. Any failure
+    names the plugin and raises PluginError.
     """
     pm = PluginManager()
     pm.add_hookspecs(hookspecs)
@@ -80,7 +75,7 @@ def make_plugin_manager(
     for module in DEFAULT_PLUGINS:
         if not pm.is_blocked(BUILTIN_NAMES[module]):
             _register(pm, importlib.import_module(module), BUILTIN_NAMES[module], "builtin")
-    if entry_points and not autoload_disabled():
+    if entry_points:
         from importlib import metadata
 
         for ep in sorted(metadata.entry_points(group=ENTRY_POINT_GROUP), key=_ep_key):

@@ -2,18 +2,21 @@
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 import io
 import sys
 from collections.abc import Callable, Generator, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from types import ModuleType
+from types import MappingProxyType, ModuleType
+from typing import Any
 
 import pytest
 
 from kubectl_gitdrift import plugins
 from kubectl_gitdrift.cli import main as cli
+from kubectl_gitdrift.run.request import Tuning
 from tests import read_guard
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -68,16 +71,36 @@ class Result:
     stderr: str
 
 
-@pytest.fixture
-def run_cli() -> Callable[..., Result]:
-    """Run `kubectl gitdrift ARGS` in-process, capturing both streams."""
+@dataclass(frozen=True)
+class Runner:
+    """Runs `kubectl gitdrift ARGS` in-process, capturing both streams, with this `tuning`."""
 
-    def run(args: Sequence[str], *, prog: str = "kubectl gitdrift") -> Result:
+    tuning: Tuning = field(default_factory=Tuning)
+
+    def __call__(self, args: Sequence[str], *, prog: str = "kubectl gitdrift") -> Result:
         out, err = io.StringIO(), io.StringIO()
-        code = cli.main(list(args), stdout=out, stderr=err, prog=prog)
+        code = cli.main(list(args), stdout=out, stderr=err, prog=prog, tuning=self.tuning)
         return Result(code, out.getvalue(), err.getvalue())
 
-    return run
+    def tuned(self, *, warm_sample: int | None = None, **cluster: Any) -> Runner:
+        """This runner, its runs tuned further: overrides of live.transport.Config's fields
+        (`backoff=0.01`, `page_size=2`), or a smaller warm sample (workflow.prepare)."""
+        tuning = dataclasses.replace(
+            self.tuning,
+            cluster=MappingProxyType({**self.tuning.cluster, **cluster}),
+            warm_sample=self.tuning.warm_sample if warm_sample is None else warm_sample,
+        )
+        return Runner(tuning)
+
+
+@pytest.fixture
+def run_cli() -> Runner:
+    """Run `kubectl gitdrift ARGS` in-process, capturing both streams."""
+    return Runner()
+
+
+FAST_RETRIES = {"backoff": 0.01, "max_backoff": 0.05}
+"""transport.Config overrides for live tests: a retried request waits milliseconds, not seconds."""
 
 
 @pytest.fixture(autouse=True)

@@ -15,12 +15,11 @@ import pytest
 import yaml
 
 from kubectl_gitdrift.errors import ExitCode
-from kubectl_gitdrift.run import gather
 from tests.apiserver import (
     ServerFactory,
     kube_apiserver,  # noqa: F401 - the fixture
 )
-from tests.conftest import TESTDATA, Result
+from tests.conftest import TESTDATA, Result, Runner
 
 INCIDENT = TESTDATA / "incident"
 Obj = dict[str, Any]
@@ -125,12 +124,11 @@ def test_all_reports_a_broken_app_and_goes_on(
 @pytest.mark.cluster
 def test_all_live_equals_offline_on_its_export(
     kube_apiserver: ServerFactory,  # noqa: F811
-    run_cli: Callable[..., Result],
+    run_cli: Runner,
     repo: Path,
     tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(gather, "CLUSTER_OPTIONS", {"backoff": 0.01})
+    run_cli = run_cli.tuned(backoff=0.01)
     server = kube_apiserver(fleet())
     cluster = ["--kubeconfig", str(server.kubeconfig_path)]
     live = run_cli(["--all", *cluster, "--repo-root", str(repo), "-o", "json"])

@@ -14,14 +14,14 @@ from typing import Any
 import pytest
 import yaml
 
+from kubectl_gitdrift import settings
 from kubectl_gitdrift.errors import ExitCode
 from kubectl_gitdrift.live import cluster, transport
-from kubectl_gitdrift.run import gather, workflow
 from tests.apiserver import (
     ServerFactory,
     kube_apiserver,  # noqa: F401 - the fixture
 )
-from tests.conftest import TESTDATA, Result
+from tests.conftest import TESTDATA, Result, Runner
 
 INCIDENT = TESTDATA / "incident"
 FLEET = 10
@@ -105,7 +105,7 @@ def _runs(
     args: list[str],
     workers: str,
 ) -> list[Result]:
-    monkeypatch.setenv(workflow.WORKERS_ENV, workers)
+    monkeypatch.setenv(settings.WORKERS_ENV, workers)
     return [run_cli([*args, *fmt, "--no-entry-points"]) for fmt in (["-o", "json"], [])]
 
 
@@ -159,12 +159,12 @@ def test_workers_must_be_a_positive_number(
 @pytest.mark.cluster
 def test_parallel_and_sequential_live_give_the_same_bytes(
     kube_apiserver: ServerFactory,  # noqa: F811
-    run_cli: Callable[..., Result],
+    run_cli: Runner,
     repo: Path,
     fleet_snapshot: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(gather, "CLUSTER_OPTIONS", {"backoff": 0.01})
+    run_cli = run_cli.tuned(backoff=0.01)
     seen: list[int] = []
     real_init = cluster.Cluster.__init__
 

@@ -15,7 +15,7 @@ import pytest
 from kubectl_gitdrift.errors import ExitCode
 from kubectl_gitdrift.run import workflow
 from kubectl_gitdrift.sources import cache as source_cache
-from tests.conftest import Result
+from tests.conftest import Result, Runner
 from tests.test_all import fleet_snapshot, repo  # noqa: F401
 
 
@@ -150,21 +150,20 @@ def test_defer_reads_is_only_for_all(
     assert reads == []  # one app: read where it is rendered, as before
 
 
-@pytest.fixture
-def one_app_sample(monkeypatch: pytest.MonkeyPatch) -> None:
+def one_app_sample(run_cli: Runner) -> Runner:
     """prepare looks up the first app's render only: when cached, the rest are left to the
-    comparing processes without a look (workflow.WARM_SAMPLE)."""
-    monkeypatch.setattr(workflow, "WARM_SAMPLE", 1)
+    comparing processes without a look (Tuning.warm_sample, run.request.WARM_SAMPLE)."""
+    return run_cli.tuned(warm_sample=1)
 
 
-@pytest.mark.usefixtures("one_app_sample")
 def test_past_a_warm_sample_renders_are_looked_up_where_compared(
-    run_cli: Callable[..., Result],
+    run_cli: Runner,
     repo: Path,  # noqa: F811
     fleet_snapshot: Path,  # noqa: F811
     cache_dir: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    run_cli = one_app_sample(run_cli)
     cold = _all(run_cli, fleet_snapshot, repo)  # the sample missed: every app looked up first
     finished: list[str] = []
     original = workflow.finish_render
@@ -199,15 +198,15 @@ def test_past_a_warm_sample_renders_are_looked_up_where_compared(
     assert len(list(cache_dir.glob("renders/*/*.json"))) == 1  # made where compared, and kept
 
 
-@pytest.mark.usefixtures("one_app_sample")
 def test_past_a_warm_sample_a_render_that_fails_is_that_apps_error(
-    run_cli: Callable[..., Result],
+    run_cli: Runner,
     repo: Path,  # noqa: F811
     fleet_snapshot: Path,  # noqa: F811
     cache_dir: Path,
     kustomize_fails: Callable[[], None],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    run_cli = one_app_sample(run_cli)
     _all(run_cli, fleet_snapshot, repo)
     original = workflow.finish_render
 

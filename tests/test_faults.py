@@ -20,13 +20,12 @@ from typing import Any
 import pytest
 
 from kubectl_gitdrift.errors import ExitCode
-from kubectl_gitdrift.run import gather
 from tests.apiserver import (
     KubeAPIServer,
     ServerFactory,
     kube_apiserver,  # noqa: F401 - the fixture
 )
-from tests.conftest import TESTDATA, Result
+from tests.conftest import FAST_RETRIES, TESTDATA, Result, Runner
 from tests.test_live import incident_objects, live_args, resource
 
 pytestmark = [
@@ -38,13 +37,10 @@ RETRIES = 2  # extra attempts per request in these tests (the default is 4)
 ATTEMPTS = RETRIES + 1
 
 
-@pytest.fixture(autouse=True)
-def _fast_retries(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(
-        gather,
-        "CLUSTER_OPTIONS",
-        {"backoff": 0.01, "max_backoff": 0.05, "retries": RETRIES, "max_retry_after": 0.05},
-    )
+@pytest.fixture
+def run_cli(run_cli: Runner) -> Runner:
+    """The CLI with short backoffs and caps, and RETRIES extra attempts."""
+    return run_cli.tuned(**FAST_RETRIES, retries=RETRIES, max_retry_after=0.05)
 
 
 @pytest.fixture
@@ -153,10 +149,9 @@ def test_unreadable_kind_is_unknown_and_exits_7(
 def test_retry_after_is_honoured_up_to_the_cap(
     kube_apiserver: ServerFactory,  # noqa: F811
     repo: Any,
-    run_cli: Callable[..., Result],
-    monkeypatch: pytest.MonkeyPatch,
+    run_cli: Runner,
 ) -> None:
-    monkeypatch.setitem(gather.CLUSTER_OPTIONS, "max_retry_after", 0.4)
+    run_cli = run_cli.tuned(max_retry_after=0.4)
     server = kube_apiserver(incident_objects())
     server.inject(path_regex=r"/deployments$", status=429, retry_after=30, times=None)
     began = time.monotonic()
@@ -170,12 +165,11 @@ def test_retry_after_is_honoured_up_to_the_cap(
 def test_a_failing_page_discards_the_pages_before_it(
     kube_apiserver: ServerFactory,  # noqa: F811
     repo: Any,
-    run_cli: Callable[..., Result],
-    monkeypatch: pytest.MonkeyPatch,
+    run_cli: Runner,
 ) -> None:
     """Page 1 of the Deployments arrives, page 2 keeps failing: the kind is Unknown, not
     compared on half a list (the guestbook Deployment may be on the missing page)."""
-    monkeypatch.setitem(gather.CLUSTER_OPTIONS, "page_size", 2)
+    run_cli = run_cli.tuned(page_size=2)
     server = kube_apiserver(with_extra_deployments())
     server.inject(path_regex=r"/deployments$", query_regex="continue=", status=500, times=None)
     result = run_cli(live_args(server, repo, "-o", "json"))
@@ -190,10 +184,9 @@ def test_a_failing_page_discards_the_pages_before_it(
 def test_continue_token_expired_twice_is_unknown(
     kube_apiserver: ServerFactory,  # noqa: F811
     repo: Any,
-    run_cli: Callable[..., Result],
-    monkeypatch: pytest.MonkeyPatch,
+    run_cli: Runner,
 ) -> None:
-    monkeypatch.setitem(gather.CLUSTER_OPTIONS, "page_size", 2)
+    run_cli = run_cli.tuned(page_size=2)
     server = kube_apiserver(with_extra_deployments())
     server.inject(path_regex=r"/deployments$", query_regex="continue=", status=410, times=None)
     result = run_cli(live_args(server, repo, "-o", "json"))
@@ -210,13 +203,12 @@ def test_continue_token_expired_twice_is_unknown(
 def test_paginated_list_reads_every_page(
     kube_apiserver: ServerFactory,  # noqa: F811
     repo: Any,
-    run_cli: Callable[..., Result],
-    monkeypatch: pytest.MonkeyPatch,
+    run_cli: Runner,
 ) -> None:
     server = kube_apiserver(with_extra_deployments())
     whole = run_cli(live_args(server, repo, "-o", "json"))
     server.clear_requests()
-    monkeypatch.setitem(gather.CLUSTER_OPTIONS, "page_size", 2)
+    run_cli = run_cli.tuned(page_size=2)
     paged = run_cli(live_args(server, repo, "-o", "json"))
     assert paged.exit_code == ExitCode.DRIFT, paged.stderr
     assert paged.stdout == whole.stdout

@@ -20,10 +20,9 @@ import pytest
 import yaml
 
 from kubectl_gitdrift.errors import ExitCode
-from kubectl_gitdrift.run import gather
 from kubectl_gitdrift.sources import fetch
 from tests.apiserver import KubeAPIServer, ServerFactory, kube_apiserver  # noqa: F401
-from tests.conftest import ROOT, TESTDATA, Result
+from tests.conftest import FAST_RETRIES, ROOT, TESTDATA, Result, Runner
 from tests.gitdaemon import GitDaemon, GitHttp, free_port, git_env
 
 INCIDENT = TESTDATA / "incident"
@@ -647,9 +646,10 @@ def test_write_patch_from_a_fetched_source_applies_to_a_clone(
 # ---------------------------------------------------------------------------- live
 
 
-@pytest.fixture(autouse=True)
-def _fast_retries(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(gather, "CLUSTER_OPTIONS", {"backoff": 0.01, "max_backoff": 0.05})
+@pytest.fixture
+def run_cli(run_cli: Runner) -> Runner:
+    """The CLI with short backoffs: a retried request waits milliseconds."""
+    return run_cli.tuned(**FAST_RETRIES)
 
 
 def _live_objects(url: str) -> list[Obj]:

@@ -17,7 +17,7 @@ import pytest
 import yaml
 
 from kubectl_gitdrift.errors import ExitCode
-from kubectl_gitdrift.run import gather, workflow
+from kubectl_gitdrift.run import workflow
 from tests.apiserver import (
     AccessRule,
     Identity,
@@ -25,7 +25,7 @@ from tests.apiserver import (
     ServerFactory,
     kube_apiserver,  # noqa: F401 - the fixture
 )
-from tests.conftest import TESTDATA, Result
+from tests.conftest import FAST_RETRIES, TESTDATA, Result, Runner
 
 pytestmark = [
     pytest.mark.cluster,
@@ -39,9 +39,10 @@ def incident_objects() -> list[Obj]:
     return list(yaml.safe_load((INCIDENT / "snapshot.yaml").read_text())["items"])
 
 
-@pytest.fixture(autouse=True)
-def _fast_retries(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(gather, "CLUSTER_OPTIONS", {"backoff": 0.01, "max_backoff": 0.05})
+@pytest.fixture
+def run_cli(run_cli: Runner) -> Runner:
+    """The CLI with short backoffs: a retried request waits milliseconds."""
+    return run_cli.tuned(**FAST_RETRIES)
 
 
 @pytest.fixture
@@ -385,10 +386,9 @@ def test_429_is_retried_after_retry_after(
 def test_500_is_retried_then_reported_unknown(
     incident: KubeAPIServer,
     repo: Path,
-    run_cli: Callable[..., Result],
-    monkeypatch: pytest.MonkeyPatch,
+    run_cli: Runner,
 ) -> None:
-    monkeypatch.setitem(gather.CLUSTER_OPTIONS, "retries", 2)
+    run_cli = run_cli.tuned(retries=2)
     incident.inject(path_regex=r"/deployments$", status=500, times=None)
     result = run_cli(live_args(incident, repo, "-o", "json"))
     assert result.exit_code == ExitCode.INCOMPLETE
@@ -425,10 +425,9 @@ def test_slow_answer_times_out_and_is_retried(
 def test_persistent_timeout_is_unknown(
     incident: KubeAPIServer,
     repo: Path,
-    run_cli: Callable[..., Result],
-    monkeypatch: pytest.MonkeyPatch,
+    run_cli: Runner,
 ) -> None:
-    monkeypatch.setitem(gather.CLUSTER_OPTIONS, "retries", 1)
+    run_cli = run_cli.tuned(retries=1)
     incident.inject(path_regex=r"/deployments$", delay=1.0, times=None)
     result = run_cli(live_args(incident, repo, "-o", "json", "--request-timeout", "0.3"))
     assert result.exit_code == ExitCode.INCOMPLETE
@@ -460,14 +459,13 @@ def many_events() -> list[Obj]:
 def test_pagination_follows_continue(
     kube_apiserver: ServerFactory,  # noqa: F811
     repo: Path,
-    run_cli: Callable[..., Result],
+    run_cli: Runner,
     many_events: list[Obj],
-    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     server = kube_apiserver(many_events)
     whole = run_cli(live_args(server, repo, "-o", "json"))
     server.clear_requests()
-    monkeypatch.setitem(gather.CLUSTER_OPTIONS, "page_size", 2)
+    run_cli = run_cli.tuned(page_size=2)
     paged = run_cli(live_args(server, repo, "-o", "json"))
     assert paged.stdout == whole.stdout
     events = server.requests_for(verb="list", resource="events")
@@ -479,14 +477,13 @@ def test_pagination_follows_continue(
 def test_expired_continue_restarts_the_list_once(
     kube_apiserver: ServerFactory,  # noqa: F811
     repo: Path,
-    run_cli: Callable[..., Result],
+    run_cli: Runner,
     many_events: list[Obj],
-    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     server = kube_apiserver(many_events)
     whole = run_cli(live_args(server, repo, "-o", "json"))
     server.clear_requests()
-    monkeypatch.setitem(gather.CLUSTER_OPTIONS, "page_size", 2)
+    run_cli = run_cli.tuned(page_size=2)
     # the first continue request of the events LIST gets 410, as after an etcd compaction
     server.inject(path_regex=r"/events$", query_regex="continue=", status=410, times=1)
     paged = run_cli(live_args(server, repo, "-o", "json"))

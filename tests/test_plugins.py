@@ -19,6 +19,7 @@ import pytest
 from kubectl_gitdrift import hookcalls, model, plugins
 from kubectl_gitdrift.errors import ExitCode, PluginError
 from kubectl_gitdrift.hookspecs import hookimpl
+from kubectl_gitdrift.settings import AUTOLOAD_ENV, Settings
 from tests.conftest import ROOT, TESTDATA
 
 TEAM_PLUGINS = ROOT / "plugins"
@@ -163,18 +164,24 @@ def test_disable_plugin_blocks_before_import(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("value", "disabled"), [("1", True), ("true", True), ("0", False), ("", False)]
 )
-def test_autoload_env(monkeypatch: pytest.MonkeyPatch, value: str, disabled: bool) -> None:
-    monkeypatch.setenv(plugins.AUTOLOAD_ENV, value)
-    assert plugins.autoload_disabled() is disabled
+def test_autoload_env(value: str, disabled: bool) -> None:
+    assert Settings.from_environ({AUTOLOAD_ENV: value}).autoload_disabled() is disabled
 
 
-def test_autoload_env_skips_entry_points(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_autoload_env_skips_entry_points(
+    monkeypatch: pytest.MonkeyPatch, run_cli: Callable[..., Any]
+) -> None:
+    """The CLI reads the environment once (Settings) and tells make_plugin_manager."""
+
     def boom(**_: Any) -> None:
         raise AssertionError("entry points were read")
 
-    monkeypatch.setenv(plugins.AUTOLOAD_ENV, "1")
+    monkeypatch.setenv(AUTOLOAD_ENV, "1")
     monkeypatch.setattr(plugins.importlib.metadata, "entry_points", boom)
-    assert sorted(plugins.make_plugin_manager().sources) == sorted(plugins.BUILTIN_NAMES.values())
+    for command in ("plugins", "rules"):
+        assert run_cli([command]).exit_code == ExitCode.OK
+    rows = json.loads(run_cli(["plugins", "--all", "-o", "json"]).stdout)
+    assert sorted(r["name"] for r in rows) == sorted(plugins.BUILTIN_NAMES.values())
 
 
 # --------------------------------------------------------------------------- failure policy, CLI
@@ -369,7 +376,7 @@ def test_entry_point_plugin(
     example_site: Path, monkeypatch: pytest.MonkeyPatch, run_cli: Callable[..., Any]
 ) -> None:
     monkeypatch.syspath_prepend(str(example_site))
-    monkeypatch.delenv(plugins.AUTOLOAD_ENV, raising=False)
+    monkeypatch.delenv(AUTOLOAD_ENV, raising=False)
     rows = json.loads(run_cli(["plugins", "-o", "json"]).stdout)
     assert {
         "hooks": ["gitdrift_register_rules"],
@@ -382,7 +389,7 @@ def test_entry_point_plugin(
     # switched off three ways
     assert "example" not in run_cli(["plugins", "--no-entry-points"]).stdout
     assert "example" not in run_cli(["plugins", "--disable-plugin", "example"]).stdout
-    monkeypatch.setenv(plugins.AUTOLOAD_ENV, "1")
+    monkeypatch.setenv(AUTOLOAD_ENV, "1")
     assert "example" not in run_cli(["plugins"]).stdout
     sys.modules.pop("gitdrift_example", None)  # imported from a temporary directory
 
@@ -392,7 +399,7 @@ def test_entry_point_that_fails_to_load(
     example_site: Path, monkeypatch: pytest.MonkeyPatch, run_cli: Callable[..., Any]
 ) -> None:
     monkeypatch.syspath_prepend(str(example_site))
-    monkeypatch.delenv(plugins.AUTOLOAD_ENV, raising=False)
+    monkeypatch.delenv(AUTOLOAD_ENV, raising=False)
     monkeypatch.setitem(sys.modules, "gitdrift_example", None)  # import raises ImportError
     result = run_cli(["rules"])
     assert (result.exit_code, result.stdout) == (ExitCode.PLUGIN_ERROR, "")

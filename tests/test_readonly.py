@@ -17,14 +17,13 @@ import pytest
 import yaml
 
 from kubectl_gitdrift.errors import ExitCode
-from kubectl_gitdrift.run import gather
 from tests import conftest
 from tests.apiserver import (
     ServerFactory,
     kube_apiserver,  # noqa: F401 - the fixture
 )
 from tests.apiserver import server as apiserver
-from tests.conftest import ROOT, TESTDATA, Result
+from tests.conftest import FAST_RETRIES, ROOT, TESTDATA, Result, Runner
 
 pytestmark = [
     pytest.mark.cluster,
@@ -39,9 +38,10 @@ def incident_objects() -> list[dict]:  # type: ignore[type-arg]
     return list(yaml.safe_load((INCIDENT / "snapshot.yaml").read_text())["items"])
 
 
-@pytest.fixture(autouse=True)
-def _fast_retries(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(gather, "CLUSTER_OPTIONS", {"backoff": 0.01, "max_backoff": 0.05})
+@pytest.fixture
+def run_cli(run_cli: Runner) -> Runner:
+    """The CLI with short backoffs: a retried request waits milliseconds."""
+    return run_cli.tuned(**FAST_RETRIES)
 
 
 @pytest.mark.cluster_writes

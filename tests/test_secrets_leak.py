@@ -22,12 +22,11 @@ from typing import Any
 import pytest
 
 from kubectl_gitdrift.errors import ExitCode
-from kubectl_gitdrift.run import gather
 from tests.apiserver import (
     ServerFactory,
     kube_apiserver,  # noqa: F401 - the fixture
 )
-from tests.conftest import Result
+from tests.conftest import Result, Runner
 from tests.test_bad_input import make_repo
 
 Obj = dict[str, Any]
@@ -309,11 +308,10 @@ def test_offline_outputs_never_show_a_secret_value(
 def test_live_outputs_and_the_export_never_hold_a_secret_value(
     kube_apiserver: ServerFactory,  # noqa: F811
     repo: Path,
-    run_cli: Callable[..., Result],
+    run_cli: Runner,
     tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(gather, "CLUSTER_OPTIONS", {"backoff": 0.01})
+    run_cli = run_cli.tuned(backoff=0.01)
     server = kube_apiserver(live_objects())
     cluster = ["--kubeconfig", str(server.kubeconfig_path)]
     live = _run_every_format(run_cli, [*cluster, "--repo-root", str(repo)], tmp_path, "live")

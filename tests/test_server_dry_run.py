@@ -27,7 +27,7 @@ from tests.apiserver import (
 )
 from tests.apiserver import dryrun as apiserver_dryrun
 from tests.apiserver.status import APIError
-from tests.conftest import TESTDATA, Result
+from tests.conftest import FAST_RETRIES, TESTDATA, Result, Runner
 
 pytestmark = [pytest.mark.cluster]
 
@@ -42,9 +42,10 @@ CASES = {
 }
 
 
-@pytest.fixture(autouse=True)
-def _fast_retries(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(gather, "CLUSTER_OPTIONS", {"backoff": 0.01, "max_backoff": 0.05})
+@pytest.fixture
+def run_cli(run_cli: Runner) -> Runner:
+    """The CLI with short backoffs: a retried request waits milliseconds."""
+    return run_cli.tuned(**FAST_RETRIES)
 
 
 def read(recording: str, name: str) -> Obj:

@@ -160,8 +160,11 @@ def _values(action: argparse.Action, current: str, prior: Sequence[str]) -> Cand
 def _plugin_names(*, rules: bool) -> list[str]:
     try:
         from kubectl_gitdrift import hookcalls, plugins
+        from kubectl_gitdrift.settings import Settings
 
-        pm = plugins.make_plugin_manager()
+        pm = plugins.make_plugin_manager(
+            entry_points=not Settings.from_environ().autoload_disabled()
+        )
         if rules:
             return sorted(r.id for r in hookcalls.collect_rules(pm))
         return sorted(i.name for i in plugins.describe(pm))

@@ -3,7 +3,6 @@ report. The only module that writes to stdout/stderr and picks the exit code."""
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import gc
 import os
@@ -28,6 +27,7 @@ if TYPE_CHECKING:
     from kubectl_gitdrift.live import clusterstate
     from kubectl_gitdrift.present import color
     from kubectl_gitdrift.run import workflow
+    from kubectl_gitdrift.run.request import Output, PluginChoice, Request, Tuning
 
 # Start-up: each command imports what it runs, in the function that runs it, so `version`,
 # `completion` and `--help` never load the engine, the sources, pluggy or YAML (issue 18; the
@@ -87,14 +87,16 @@ def main(
     stdout: TextIO | None = None,
     stderr: TextIO | None = None,
     prog: str = "kubectl gitdrift",
+    tuning: Tuning | None = None,
 ) -> int:
-    """Run once; the only place that maps exceptions to exit codes."""
+    """Run once; the only place that maps exceptions to exit codes. `tuning`: what tests and
+    benchmarks shorten in the run (run.request.Tuning; None: as designed)."""
     out = stdout or sys.stdout
     err = stderr or sys.stderr
     args_list = list(sys.argv[1:] if argv is None else argv)
     debug = "--debug" in args_list
     try:
-        return int(_dispatch(args_list, out, err, prog))
+        return int(_dispatch(args_list, out, err, prog, tuning))
     except PluginError as exc:
         _error(err, exc, debug)
         return int(exc.exit_code)
@@ -126,32 +128,43 @@ def _error(err: TextIO, exc: GitDriftError, debug: bool) -> None:
         err.write(f"  hint: {exc.hint}\n")
 
 
-def _dispatch(argv: list[str], out: TextIO, err: TextIO, prog: str) -> ExitCode:
+def _dispatch(
+    argv: list[str], out: TextIO, err: TextIO, prog: str, tuning: Tuning | None
+) -> ExitCode:
     if argv and argv[0] == "completion":  # `completion bash|zsh`; `completion __complete ARGS`
         from kubectl_gitdrift.cli import completion
 
         return ExitCode(completion.main(argv[1:], out, err, prog))
     if argv and argv[0] == "serve":
-        return _serve(argv[1:], out, err, prog)
+        return _serve(argv[1:], out, err, prog, tuning)
     if argv and argv[0] in parser.SUBCOMMANDS:
         command, rest = argv[0], argv[1:]
         sub = parser.with_streams(parser.build_subparser(command, prog), out, err).parse_args(rest)
         if command == "version":
             out.write(f"{prog} {__version__}\n")
             return ExitCode.OK
-        if command == "snapshot":
-            sub.command_snapshot = True
-            return _snapshot(sub, out, err)
-        from kubectl_gitdrift import plugins
+        from kubectl_gitdrift.cli import requests
 
-        pm = plugins.make_plugin_manager(
-            paths=sub.plugin, entry_points=not sub.no_entry_points, blocked=sub.disable_plugin
-        )
+        if command == "snapshot":
+            return _snapshot(requests.export_request_from(sub, tuning=tuning), out, err)
+        from kubectl_gitdrift.settings import Settings
+
+        pm = _plugin_manager(requests.plugin_choice(sub, Settings.from_environ()))
         if command == "plugins":
             return _plugins(pm, sub.output, out, include_builtins=sub.all)
         return _rules(pm, sub.output, out)
     args = parser.with_streams(parser.build_parser(prog), out, err).parse_args(argv)
-    return _compare(args, out, err)
+    from kubectl_gitdrift.cli import requests
+
+    return _compare(requests.request_from(args, tuning=tuning), out, err)
+
+
+def _plugin_manager(choice: PluginChoice) -> plugins.PluginManager:
+    from kubectl_gitdrift import plugins
+
+    return plugins.make_plugin_manager(
+        paths=choice.paths, entry_points=choice.entry_points, blocked=choice.blocked
+    )
 
 
 def _plugins(
@@ -215,39 +228,40 @@ def _terminal(stream: TextIO) -> bool:
     return bool(isatty is not None and isatty()) and os.environ.get("TERM") != "dumb"
 
 
-def _progress(args: argparse.Namespace, err: TextIO) -> progress.Silent:
+def _progress(when: str, err: TextIO) -> progress.Silent:
     """--progress: a live line when stderr is a terminal, plain lines when forced elsewhere."""
     from kubectl_gitdrift.cli import progress
 
-    return progress.choose(args.progress, err, terminal=_terminal(err))
+    return progress.choose(when, err, terminal=_terminal(err))
 
 
-def _palette(args: argparse.Namespace, out: TextIO) -> color.Palette:
+def _palette(when: str, out: TextIO) -> color.Palette:
     """--color: `always` and `never` as said; `auto` colours a terminal unless NO_COLOR is set
     (no-color.org: present and not empty) or TERM=dumb."""
     from kubectl_gitdrift.present import color
 
-    if args.color == "never":
+    if when == "never":
         return color.OFF
-    if args.color == "always":
+    if when == "always":
         return color.ON
     if os.environ.get("NO_COLOR"):
         return color.OFF
     return color.ON if _terminal(out) else color.OFF
 
 
-def _compare(args: argparse.Namespace, out: TextIO, err: TextIO) -> ExitCode:
+def _compare(request: Request, out: TextIO, err: TextIO) -> ExitCode:
     from kubectl_gitdrift.present import report
 
+    output = request.output
     started = time.monotonic()
-    result, targets, renderers, app_texts = _evaluate(args, err)
+    result, targets, renderers, app_texts = _evaluate(request, err)
     _keep(result, targets, app_texts)
-    if args.write_patch is not None:
+    if output.write_patch is not None:
         from kubectl_gitdrift.diagnose import remedies
 
         patches = "".join(remedies.patch(r.remedies) for r in result.applications)
-        _write_atomically(args.write_patch, patches)
-    if args.output == "openmetrics":
+        _write_atomically(output.write_patch, patches)
+    if output.format == "openmetrics":
         from kubectl_gitdrift.cli import pushgateway
         from kubectl_gitdrift.present import metrics
 
@@ -257,23 +271,25 @@ def _compare(args: argparse.Namespace, out: TextIO, err: TextIO) -> ExitCode:
             failed=[t.name for t in targets if t.error is not None],
         )
         text = metrics.render(result.applications, info)
-        if args.pushgateway:
+        if output.pushgateway:
             registry = metrics.registry(result.applications, info)
-            pushgateway.push(args.pushgateway, registry, shard=args.shard or "")
-    elif args.all:
-        text = _render_all(result, targets, args, renderers, _palette(args, out), app_texts)
-    elif args.query:
-        text = report.query(report.to_dict(result), args.query)
-    elif args.output == "text":
-        text = report.render_text(
-            result, show_suppressed=args.show_suppressed, palette=_palette(args, out)
+            pushgateway.push(output.pushgateway, registry, shard=request.selection.shard or "")
+    elif request.selection.all:
+        text = _render_all(
+            result, targets, output, renderers, _palette(output.color, out), app_texts
         )
-    elif args.output == "diff" and renderers["diff"].plugin == _BUILTIN_RENDERERS:
+    elif output.query:
+        text = report.query(report.to_dict(result), output.query)
+    elif output.format == "text":
+        text = report.render_text(
+            result, show_suppressed=output.show_suppressed, palette=_palette(output.color, out)
+        )
+    elif output.format == "diff" and renderers["diff"].plugin == _BUILTIN_RENDERERS:
         from kubectl_gitdrift.present import difftext
 
-        text = difftext.render_diff(result, palette=_palette(args, out))
+        text = difftext.render_diff(result, palette=_palette(output.color, out))
     else:
-        text = _render_plugin(result, args.output, renderers)
+        text = _render_plugin(result, output.format, renderers)
     out.write(text)
     if any(t.error is not None for t in targets):
         return ExitCode.ERROR
@@ -283,7 +299,7 @@ def _compare(args: argparse.Namespace, out: TextIO, err: TextIO) -> ExitCode:
 
 
 def _evaluate(
-    args: argparse.Namespace, err: TextIO
+    request: Request, err: TextIO
 ) -> tuple[model.Report, list[workflow.Target], Mapping[str, Any], list[str] | None]:
     """One comparison run: the report, the targets (with their errors), the output formats,
     and with `--all -o json` each app's part of the JSON report (report.app_json), written
@@ -295,69 +311,70 @@ def _evaluate(
     it or reads it as it is (yamlio.Unproven)."""
     from kubectl_gitdrift import yamlio
 
-    if args.all and args.snapshot is not None:
+    if request.selection.all and request.cluster.snapshot is not None:
         try:
-            return _evaluate_checking(args, err, [])
+            return _evaluate_checking(request, err, [])
         except yamlio.Unproven:
             pass
-    return _evaluate_checking(args, err, None)
+    return _evaluate_checking(request, err, None)
 
 
 def _evaluate_checking(
-    args: argparse.Namespace, err: TextIO, checks: list[Callable[[], None]] | None
+    request: Request, err: TextIO, checks: list[Callable[[], None]] | None
 ) -> tuple[model.Report, list[workflow.Target], Mapping[str, Any], list[str] | None]:
     import dataclasses
     import tempfile
 
-    from kubectl_gitdrift import engine, hookcalls, model, plugins
+    from kubectl_gitdrift import engine, hookcalls, model
     from kubectl_gitdrift.diagnose import rbac
     from kubectl_gitdrift.live import auditlog as source_auditlog
     from kubectl_gitdrift.live import snapshot
     from kubectl_gitdrift.present import report
     from kubectl_gitdrift.run import workflow
 
-    pm = plugins.make_plugin_manager(
-        paths=args.plugin, entry_points=not args.no_entry_points, blocked=args.disable_plugin
-    )
+    fmt = request.output.format
+    snapshot_path, all_apps = request.cluster.snapshot, request.selection.all
+    pm = _plugin_manager(request.plugins)
     renderers = hookcalls.collect_renderers(pm)
-    if args.output not in renderers and args.output != "openmetrics":
+    if fmt not in renderers and fmt != "openmetrics":
         raise UsageError(
-            f"-o {args.output}: unknown output format",
+            f"-o {fmt}: unknown output format",
             hint="choose one of " + ", ".join(sorted(renderers)),
         )
     rules = hookcalls.collect_rules(pm)
-    unknown_rules = sorted(set(args.disable_rule) - {r.id for r in rules})
+    unknown_rules = sorted(set(request.diagnosis.disabled_rules) - {r.id for r in rules})
     if unknown_rules:
         raise UsageError(
             f"--disable-rule {unknown_rules[0]}: no such rule",
             hint="list them with: kubectl gitdrift rules",
         )
-    _check_selection(args, [args.app] if args.app else [])
-    workflow.check_source_flags(args)  # without --repo-root, repoURL is fetched
-    progress = _progress(args, err)
+    _check_selection(request)
+    workflow.check_source_flags(request.git)  # without --repo-root, repoURL is fetched
+    progress = _progress(request.output.progress, err)
     try:
-        controller = rbac.service_account_user(args.controller_sa)
+        controller = rbac.service_account_user(request.diagnosis.controller_sa)
     except ValueError as exc:
         raise UsageError(f"--controller-sa {exc}") from None
-    audit_log = source_auditlog.read(args.audit_log) if args.audit_log else None
+    audit_path = request.diagnosis.audit_log
+    audit_log = source_auditlog.read(audit_path) if audit_path else None
 
     with (
         tempfile.TemporaryDirectory(prefix="gitdrift-") as workdir,
-        _cyclic_gc_off(args.snapshot is not None),
+        _cyclic_gc_off(snapshot_path is not None),
         progress,  # the live line is gone before the report or an error is written
         _proven(checks) as prove,
     ):
         err = progress.stream  # warnings land above the live line
-        if args.snapshot is not None:
-            progress(f"reading {args.snapshot}")
-            state = snapshot.load(args.snapshot, checks=checks)
+        if snapshot_path is not None:
+            progress(f"reading {snapshot_path}")
+            state = snapshot.load(snapshot_path, checks=checks)
             gc.freeze()  # the parsed snapshot lives all run: keep the cyclic GC off it
-            bodies = workflow.select_offline(state, args, [args.app] if args.app else [])
+            bodies = workflow.select_offline(state, request.selection)
             settings = workflow.settings_of(state)
             targets = workflow.prepare(
                 bodies,
                 settings,
-                args,
+                request,
                 Path(workdir),
                 progress,
                 configmaps=workflow.render_configmaps(state),
@@ -365,41 +382,41 @@ def _evaluate_checking(
                 api_versions=workflow.cluster_api_versions(
                     state.capture.api_resources if state.capture is not None else ()
                 ),
-                defer_reads=args.all,  # each comparing process reads its apps' renders
+                defer_reads=all_apps,  # each comparing process reads its apps' renders
             )
             mode = "offline"
         else:
             from kubectl_gitdrift.run import gather
 
-            state, targets = gather.gather_live(
-                args, [args.app] if args.app else [], Path(workdir), progress, err
-            )
+            state, targets = gather.gather_live(request, Path(workdir), progress, err)
             settings = workflow.settings_of(state)
             mode = "live"
         _warn_unreadable(state, err)
-        if not args.all:
+        if not all_apps:
             (target,) = targets
             if target.error is not None:
                 raise target.error
         _keep(state)
-        options = dataclasses.replace(workflow.options(state, args, rules), controller=controller)
+        options = dataclasses.replace(
+            workflow.options(state, request, rules), controller=controller
+        )
         live_index = None
         if len(targets) > 1:
             progress(f"indexing {len(state.objects)} live objects")
             live_index = engine.LiveIndex.of(state.objects, settings)
             _keep(live_index)
-        write = report.app_json if args.all and _writes_json(args) else None
+        write = report.app_json if all_apps and request.output.writes_json else None
         compared = workflow.run_all(
             targets,
             state,
             settings,
             pm,
             options,
-            args,
+            request,
             audit_log,
             live_index,
             progress,
-            bodies=_reads_bodies(args, renderers),
+            bodies=_reads_bodies(request.output, renderers),
             write=write,
             beside=prove,  # while the children compare: is the snapshot read right?
         )
@@ -428,17 +445,12 @@ def _proven(checks: list[Callable[[], None]] | None) -> Iterator[Callable[[], No
     prove()
 
 
-def _writes_json(args: argparse.Namespace) -> bool:
-    """The output is the built-in JSON report (--all -o json, no --query)."""
-    return args.output == "json" and not args.query
-
-
-def _reads_bodies(args: argparse.Namespace, renderers: Mapping[str, Any]) -> bool:
+def _reads_bodies(output: Output, renderers: Mapping[str, Any]) -> bool:
     """Whether the output may read the objects of resources without changes: a plugin's
     output format may; the built-in ones (and --query, OpenMetrics) never do."""
-    if args.query or args.output == "openmetrics":
+    if output.query or output.format == "openmetrics":
         return False
-    return bool(renderers[args.output].plugin != _BUILTIN_RENDERERS)
+    return bool(renderers[output.format].plugin != _BUILTIN_RENDERERS)
 
 
 @contextlib.contextmanager
@@ -466,19 +478,20 @@ def _incomplete(app: model.AppReport) -> bool:
     )
 
 
-def _check_selection(args: argparse.Namespace, names: Sequence[str]) -> None:
-    if args.all and names:
+def _check_selection(request: Request) -> None:
+    selection, names = request.selection, request.selection.names
+    if selection.all and names:
         raise UsageError(f"give Application names or --all, not both (got {names[0]!r} and --all)")
-    if not args.all and not names:
+    if not selection.all and not names:
         raise UsageError(
             "an Application name is required (or --all)",
             hint="list them with: kubectl get applications.argoproj.io -A",
         )
-    if args.all_namespaces and not args.all:
+    if selection.all_namespaces and not selection.all:
         raise UsageError("-A/--all-namespaces only goes with --all")
-    if getattr(args, "shard", None) and not args.all:
+    if selection.shard and not selection.all:
         raise UsageError("--shard only goes with --all")
-    if getattr(args, "pushgateway", None) and args.output != "openmetrics":
+    if request.output.pushgateway and request.output.format != "openmetrics":
         raise UsageError("--pushgateway only goes with -o openmetrics")
 
 
@@ -513,7 +526,7 @@ def _render_plugin(result: model.Report, fmt: str, renderers: Mapping[str, Any])
 def _render_all(
     result: model.Report,
     targets: Sequence[workflow.Target],
-    args: argparse.Namespace,
+    output: Output,
     renderers: Mapping[str, Any],
     palette: color.Palette | None = None,
     app_texts: Sequence[str] | None = None,
@@ -525,7 +538,7 @@ def _render_all(
 
     palette = color.OFF if palette is None else palette
     by_name = {f"{a.namespace}/{a.name}": a for a in result.applications}
-    if args.query or args.output in ("json", "yaml"):
+    if output.query or output.format in ("json", "yaml"):
         extra = {
             "skipped": [{"application": t.name, "reason": t.skipped} for t in targets if t.skipped],
             "errors": [
@@ -537,17 +550,17 @@ def _render_all(
         if app_texts is not None:  # --all -o json: each app written where it was compared
             return report.dumps_report_json(result, app_texts, extra)
         doc = {**report.to_dict(result), **extra}
-        if args.query:
-            return report.query(doc, args.query)
-        if args.output == "json":
+        if output.query:
+            return report.query(doc, output.query)
+        if output.format == "json":
             return report.dumps_json(doc)
         import yaml
 
         return str(yaml.safe_dump(doc, sort_keys=True, default_flow_style=False))
-    if args.output == "diff" and renderers["diff"].plugin == _BUILTIN_RENDERERS:
+    if output.format == "diff" and renderers["diff"].plugin == _BUILTIN_RENDERERS:
         return difftext.render_diff(result, palette=palette)
-    if args.output != "text":
-        return _render_plugin(result, args.output, renderers)
+    if output.format != "text":
+        return _render_plugin(result, output.format, renderers)
     from tabulate import tabulate
 
     rows: list[list[Any]] = []
@@ -588,18 +601,22 @@ def _cut(text: str, width: int = 90) -> str:
 # --------------------------------------------------------------------------- serve
 
 
-def _serve(argv: list[str], out: TextIO, err: TextIO, prog: str) -> ExitCode:
+def _serve(argv: list[str], out: TextIO, err: TextIO, prog: str, tuning: Tuning | None) -> ExitCode:
     """`serve`: compare on a timer and serve the last good result as OpenMetrics."""
-    from kubectl_gitdrift.cli import serve
+    import dataclasses
+
+    from kubectl_gitdrift.cli import requests, serve
 
     own, rest = parser.with_streams(parser.build_serve_parser(prog), out, err).parse_known_args(
         argv
     )
     args = parser.with_streams(parser.build_parser(f"{prog} serve"), out, err).parse_args(rest)
-    if args.output not in ("text", "openmetrics") or args.query or args.write_patch:
+    request = requests.request_from(args, tuning=tuning)
+    output = request.output
+    if output.format not in ("text", "openmetrics") or output.query or output.write_patch:
         raise UsageError("serve always serves OpenMetrics: drop -o, --query and --write-patch")
-    args.output = "openmetrics"
-    _check_selection(args, [args.app] if args.app else [])
+    request = dataclasses.replace(request, output=dataclasses.replace(output, format="openmetrics"))
+    _check_selection(request)
     if own.interval <= 0:
         raise UsageError(f"--interval {own.interval:g}: expected a number of seconds above 0")
     listen = serve.parse_listen(own.listen)
@@ -608,7 +625,7 @@ def _serve(argv: list[str], out: TextIO, err: TextIO, prog: str) -> ExitCode:
         err.write(f"gitdrift serve: listening on http://{address[0]}:{address[1]}/metrics\n")
         err.flush()
 
-    exporter = serve.Exporter(serve_runner(args, err), err)
+    exporter = serve.Exporter(serve_runner(request, err), err)
     try:
         serve.serve(exporter, listen, own.interval, cycles=own.cycles, ready=ready)
     except OSError as exc:
@@ -616,7 +633,7 @@ def _serve(argv: list[str], out: TextIO, err: TextIO, prog: str) -> ExitCode:
     return ExitCode.OK
 
 
-def serve_runner(args: argparse.Namespace, err: TextIO) -> serve.RunOnce:
+def serve_runner(request: Request, err: TextIO) -> serve.RunOnce:
     """One `serve` cycle: compare every app, keep the reports, and leave nothing behind.
 
     A one-shot run freezes what it loads out of the cyclic GC and never collects (it exits);
@@ -626,7 +643,7 @@ def serve_runner(args: argparse.Namespace, err: TextIO) -> serve.RunOnce:
 
     def run_once() -> serve.Outcome:
         try:
-            result, targets, _, _ = _evaluate(args, err)
+            result, targets, _, _ = _evaluate(request, err)
         except GitDriftError as exc:
             return serve.Outcome((), (), ok=False, error=exc.message)
         except Exception as exc:  # noqa: BLE001 (one bad cycle must not end the exporter)
@@ -643,22 +660,26 @@ def serve_runner(args: argparse.Namespace, err: TextIO) -> serve.RunOnce:
 # --------------------------------------------------------------------------- live
 
 
-def _snapshot(sub: argparse.Namespace, out: TextIO, err: TextIO) -> ExitCode:
+def _snapshot(request: Request, out: TextIO, err: TextIO) -> ExitCode:
     import tempfile
 
     from kubectl_gitdrift.live import snapshot
     from kubectl_gitdrift.run import gather
 
-    _check_selection(sub, sub.apps)
-    with tempfile.TemporaryDirectory(prefix="gitdrift-") as workdir, _progress(sub, err) as shown:
-        state, targets = gather.gather_live(sub, sub.apps, Path(workdir), shown, shown.stream)
+    assert request.export is not None
+    _check_selection(request)
+    with (
+        tempfile.TemporaryDirectory(prefix="gitdrift-") as workdir,
+        _progress(request.output.progress, err) as shown,
+    ):
+        state, targets = gather.gather_live(request, Path(workdir), shown, shown.stream)
     for target in targets:
         if target.error is not None:
             err.write(f"warning: {target.name}: {target.error.message}\n")
     _warn_unreadable(state, err)
-    snapshot.write(sub.output, snapshot.to_document(state))
+    snapshot.write(request.export, snapshot.to_document(state))
     err.write(
-        f"wrote {sub.output}: {len(state.applications)} Application(s), "
+        f"wrote {request.export}: {len(state.applications)} Application(s), "
         f"{len(state.objects)} object(s) from {state.source.removeprefix('cluster ')}\n"
     )
     return ExitCode.INCOMPLETE if state.unreadable else ExitCode.OK

@@ -17,7 +17,7 @@ from kubectl_gitdrift import __version__
 if TYPE_CHECKING:
     from kubectl_gitdrift.sources import fetch
 
-# plugins and rbac (pluggy, the model) are imported by build_parser, sources.fetch by repo_root
+# rbac (the model) and settings are imported by build_parser, sources.fetch by repo_root
 # when --repo-root is parsed: `version` and `completion bash` start without them.
 
 SUBCOMMANDS = ("snapshot", "plugins", "rules", "version")
@@ -57,7 +57,7 @@ def with_streams(parser: Parser, out: TextIO, err: TextIO) -> Parser:
 
 
 def build_parser(prog: str = "kubectl gitdrift") -> Parser:
-    from kubectl_gitdrift import plugins
+    from kubectl_gitdrift import settings
     from kubectl_gitdrift.diagnose import rbac
 
     parser = Parser(
@@ -226,7 +226,7 @@ def build_parser(prog: str = "kubectl gitdrift") -> Parser:
     plug.add_argument(
         "--no-entry-points",
         action="store_true",
-        help=f"skip installed plugins (or set {plugins.AUTOLOAD_ENV}=1)",
+        help=f"skip installed plugins (or set {settings.AUTOLOAD_ENV}=1)",
     )
     progress_flag(out)
     out.add_argument(

@@ -5,7 +5,6 @@ flight, and the OpenAPI definitions of the kinds involved, as one clusterstate.C
 
 from __future__ import annotations
 
-import argparse
 import concurrent.futures
 import dataclasses
 import datetime
@@ -23,14 +22,11 @@ from kubectl_gitdrift.diagnose import tracking
 from kubectl_gitdrift.errors import AppError, ClusterError, GitDriftError
 from kubectl_gitdrift.live import clusterstate, fingerprints, snapshot
 from kubectl_gitdrift.run import workflow
-
-#: Overrides for transport.Config (tests shorten backoffs and page sizes here).
-CLUSTER_OPTIONS: dict[str, Any] = {}
+from kubectl_gitdrift.run.request import Request, Selection
 
 
 def gather_live(
-    args: argparse.Namespace,
-    names: Sequence[str],
+    request: Request,
     workdir: Path,
     progress: workflow.Progress,
     err: TextIO,
@@ -46,7 +42,7 @@ def gather_live(
     enabled = gc.isenabled()
     gc.disable()
     try:
-        gathered = _gather_live(args, names, workdir, progress, err)
+        gathered = _gather_live(request, workdir, progress, err)
     finally:
         if enabled:
             gc.enable()
@@ -55,8 +51,7 @@ def gather_live(
 
 
 def _gather_live(
-    args: argparse.Namespace,
-    names: Sequence[str],
+    request: Request,
     workdir: Path,
     progress: workflow.Progress,
     err: TextIO,
@@ -64,20 +59,21 @@ def _gather_live(
     # imports kr8s: only live runs pay for it
     from kubectl_gitdrift.live import cluster, listing, transport
 
+    selection = request.selection
     config = transport.Config(
-        kubeconfig=args.kubeconfig,
-        context=args.context,
-        timeout=args.request_timeout,
-        **{"concurrency": workflow.max_workers(), **CLUSTER_OPTIONS},
+        kubeconfig=request.cluster.kubeconfig,
+        context=request.cluster.context,
+        timeout=request.cluster.request_timeout,
+        **{"concurrency": request.settings.workers(), **request.tuning.cluster},
     )
     # Argo CD's objects are listed while discovery runs, of the kinds its CRDs serve (checked
     # against discovery before their answers are used)
-    apps, settings_objects = _argocd_queries(args, names, _argocd_kind)
+    apps, settings_objects = _argocd_queries(selection, _argocd_kind)
     kc = cluster.Cluster(config)
     kc.list_on_connect([*apps, *settings_objects])
     with kc:
         progress(f"connected to {kc.where}")
-        bodies, argocd_docs, unreadable, notes = _live_argocd(kc, args, names)
+        bodies, argocd_docs, unreadable, notes = _live_argocd(kc, request)
         settings = application.parse_settings(
             next((d for d in argocd_docs if application.is_argocd_cm(d)), None),
             next((d for d in argocd_docs if application.is_params_cm(d)), None),
@@ -87,7 +83,7 @@ def _gather_live(
             if settings.tracking_method is not model.TrackingMethod.ANNOTATION
             else ""
         )
-        remotes = workflow.remotes_of(args)
+        remotes = workflow.remotes_of(request)
         listed = _Listed(progress)
         early, _ = listing.plan(
             kc.discovery, *_status_wants(bodies, remotes, kc.discovery), tracking_label=label
@@ -96,7 +92,7 @@ def _gather_live(
         targets = workflow.prepare(
             bodies,
             settings,
-            args,
+            request,
             workdir,
             progress,
             configmaps=argocd_docs,
@@ -104,13 +100,13 @@ def _gather_live(
             api_versions=workflow.cluster_api_versions(k.to_dict() for k in kc.discovery.kinds()),
             remotes=remotes,
         )
-        if not args.all and targets and targets[0].error is not None:
+        if not selection.all and targets and targets[0].error is not None:
             raise targets[0].error
         wants, namespaces = _wants(targets, kc.discovery)
         queries, not_served = listing.plan(kc.discovery, wants, namespaces, tracking_label=label)
         notes.extend(not_served)
         listed.start(kc, [q for q in queries if not listed.started(q)])
-        _meanwhile(kc, args)
+        _meanwhile(kc, request)
         results = listed.results(queries)
         docs: dict[model.ObjectKey, model.Body] = {}
         for body in [*bodies, *argocd_docs]:
@@ -138,10 +134,10 @@ def _gather_live(
             if k is not None
         }
         fingerprint_key = secrets.token_bytes(32)
-        if getattr(args, "server_dry_run", False):
+        if request.cluster.server_dry_run:
             _server_dry_runs(kc, targets, settings, docs, unreadable, fingerprint_key, progress)
         definitions, openapi_notes = _live_definitions(
-            kc, involved, export=getattr(args, "command_snapshot", False)
+            kc, involved, export=request.export is not None
         )
         err.writelines(f"note: {n}\n" for n in openapi_notes)  # about the tool, not the app
         capture = clusterstate.Capture(
@@ -163,12 +159,12 @@ def _gather_live(
     return state, targets
 
 
-def _meanwhile(kc: Any, args: argparse.Namespace) -> None:
+def _meanwhile(kc: Any, request: Request) -> None:
     """Work the run does later anyway, done while the LISTs are out (the interpreter is idle
     until the server answers): the built-in OpenAPI definitions (kept), and for a text report
     the table module (30 ms to import)."""
     openapi.load_builtin_definitions(_kube(kc))
-    if getattr(args, "output", "") == "text" and not getattr(args, "query", None):
+    if request.export is None and request.output.text_report:
         import tabulate  # noqa: F401 - imported here for report.render_text
 
 
@@ -306,7 +302,7 @@ def _used(kind: Any, wants: Iterable[tuple[str, str, str, str]]) -> bool:
 
 
 def _live_argocd(
-    kc: Any, args: argparse.Namespace, names: Sequence[str]
+    kc: Any, request: Request
 ) -> tuple[list[model.Body], list[model.Body], list[tuple[model.ObjectKey, str]], list[str]]:
     """The Applications asked for, argocd-cm and the AppProjects (by LIST)."""
     from kubectl_gitdrift.live import listing
@@ -318,13 +314,14 @@ def _live_argocd(
             hint="is Argo CD installed in this cluster? check: kubectl api-resources "
             "--api-group argoproj.io",
         )
-    controller_ns = args.app_namespace or "argocd"
-    queries, extra = _argocd_queries(args, names, kc.discovery.find)
+    selection = request.selection
+    controller_ns = selection.namespace or "argocd"
+    queries, extra = _argocd_queries(selection, kc.discovery.find)
     # Argo CD's settings ConfigMaps by one LIST of the namespace (never one request per object):
     # argocd-cm, argocd-cmd-params-cm (the controller's flags), and argocd-cmp-cm only to run
     # its plugins (--allow-plugins).
     wanted_cms = {"argocd-cm", application.PARAMS_CM}
-    if getattr(args, "allow_plugins", False):
+    if request.git.allow_plugins:
         wanted_cms.add("argocd-cmp-cm")
     results = _reusing(kc, [*queries, *extra], kc.early_results())
     bodies: list[model.Body] = []
@@ -337,12 +334,12 @@ def _live_argocd(
                 + (res.query.namespace or "<namespace>"),
             )
         bodies.extend(res.items)
-    if args.all:
-        bodies = workflow.in_shard(bodies, args)
-    if not args.all:
-        for text, res in zip(names, results[: len(queries)], strict=True):
+    if selection.all:
+        bodies = workflow.in_shard(bodies, selection)
+    if not selection.all:
+        for text, res in zip(selection.names, results[: len(queries)], strict=True):
             if not res.items:
-                namespace, name = workflow.split_name(text, args)
+                namespace, name = workflow.split_name(text, selection)
                 (others,) = kc.fetch([listing.Query(app_kind, namespace or "argocd")])
                 known = ", ".join(
                     sorted(
@@ -397,21 +394,19 @@ def _argocd_kind(group: str, kind: str) -> Any:
     return discovery.Kind(group, version, kind, plural, namespaced=True)
 
 
-def _argocd_queries(
-    args: argparse.Namespace, names: Sequence[str], find: Any
-) -> tuple[list[Any], list[Any]]:
+def _argocd_queries(selection: Selection, find: Any) -> tuple[list[Any], list[Any]]:
     """The LISTs of the Applications asked for, and of the ConfigMaps and AppProjects in Argo
     CD's namespace, with the kinds `find(group, kind)` gives (None: not served, not listed)."""
     from kubectl_gitdrift.live import listing
 
     app_kind = find("argoproj.io", "Application")
-    controller_ns = args.app_namespace or "argocd"
+    controller_ns = selection.namespace or "argocd"
     queries: list[Any] = []
-    if app_kind is not None and args.all:
-        queries.append(listing.Query(app_kind, "" if args.all_namespaces else controller_ns))
+    if app_kind is not None and selection.all:
+        queries.append(listing.Query(app_kind, "" if selection.all_namespaces else controller_ns))
     elif app_kind is not None:
-        for text in names:
-            namespace, name = workflow.split_name(text, args)
+        for text in selection.names:
+            namespace, name = workflow.split_name(text, selection)
             queries.append(
                 listing.Query(
                     app_kind, namespace or "argocd", field_selector=f"metadata.name={name}"

@@ -7,7 +7,6 @@ exit codes.
 
 from __future__ import annotations
 
-import argparse
 import concurrent.futures
 import contextlib
 import dataclasses
@@ -23,13 +22,10 @@ from typing import Any, Protocol
 from kubectl_gitdrift import application, engine, hookspecs, model, plugins
 from kubectl_gitdrift.compare import defaults, openapi, schema
 from kubectl_gitdrift.diagnose import attribution, audit, remedies
-from kubectl_gitdrift.errors import (
-    AppError,
-    GitDriftError,
-    UsageError,
-)
+from kubectl_gitdrift.errors import AppError, GitDriftError
 from kubectl_gitdrift.live import clusterstate
 from kubectl_gitdrift.run import fanout, shard
+from kubectl_gitdrift.run.request import GitSide, Request, Selection
 from kubectl_gitdrift.sources import cache as source_cache
 from kubectl_gitdrift.sources import charts as source_charts
 from kubectl_gitdrift.sources import config as source_config
@@ -52,26 +48,6 @@ class Progress(Protocol):
         """One item of the current phase is done (from any thread, in any order)."""
 
 
-MAX_WORKERS = 8
-"""Renders in parallel, and LISTs in flight at once (live)."""
-WORKERS_ENV = "KUBECTL_GITDRIFT_WORKERS"
-"""Overrides MAX_WORKERS; `1` renders and lists one at a time (the report is the same)."""
-
-
-def max_workers() -> int:
-    """MAX_WORKERS, or the whole number >= 1 in $KUBECTL_GITDRIFT_WORKERS."""
-    raw = os.environ.get(WORKERS_ENV, "").strip()
-    if not raw:
-        return MAX_WORKERS
-    try:
-        workers = int(raw)
-    except ValueError:
-        workers = 0
-    if workers < 1:
-        raise UsageError(f"{WORKERS_ENV}={raw!r}: expected a whole number, 1 or more")
-    return workers
-
-
 @dataclass
 class Target:
     """One Application to compare: parsed, rendered, or why not."""
@@ -92,12 +68,6 @@ class Target:
     deferred: Callable[[], source_render.Rendered] | None = None
 
 
-WARM_SAMPLE = 8
-"""prepare(defer_reads=True) looks up this many apps' renders itself; all of them cached, it
-leaves the rest to the comparing processes (any not cached is made there, one at a time per
-process); one not cached, it looks up all and makes the missing ones in parallel first."""
-
-
 def finish_render(target: Target) -> None:
     """The render `prepare` left to the process comparing the app (`Target.deferred`): read
     from the cache, or made when it is not there (any more); raises what a render raises."""
@@ -106,27 +76,26 @@ def finish_render(target: Target) -> None:
         target.deferred = None
 
 
-def split_name(text: str, args: argparse.Namespace) -> tuple[str | None, str]:
+def split_name(text: str, selection: Selection) -> tuple[str | None, str]:
+    """NAMESPACE/NAME, or NAME in -n's namespace (None: not said)."""
     namespace, _, name = text.rpartition("/")
-    return (namespace or args.app_namespace or None), name
+    return (namespace or selection.namespace or None), name
 
 
-def select_offline(
-    state: clusterstate.ClusterState, args: argparse.Namespace, names: Sequence[str]
-) -> list[model.Body]:
-    if args.all:
-        namespace = None if args.all_namespaces else args.app_namespace
+def select_offline(state: clusterstate.ClusterState, selection: Selection) -> list[model.Body]:
+    if selection.all:
+        namespace = None if selection.all_namespaces else selection.namespace
         return in_shard(
             [
                 b
                 for b in state.applications
                 if namespace is None or (b.get("metadata") or {}).get("namespace") == namespace
             ],
-            args,
+            selection,
         )
     bodies = []
-    for text in names:
-        namespace, name = split_name(text, args)
+    for text in selection.names:
+        namespace, name = split_name(text, selection)
         body = state.find_application(name, namespace or "argocd")
         if body is None and namespace is None:
             body = state.find_application(name, None)
@@ -140,12 +109,11 @@ def select_offline(
     return bodies
 
 
-def in_shard(bodies: Sequence[model.Body], args: argparse.Namespace) -> list[model.Body]:
+def in_shard(bodies: Sequence[model.Body], selection: Selection) -> list[model.Body]:
     """--all --shard K/N: the Applications shard K owns (all of them without --shard)."""
-    text = getattr(args, "shard", None)
-    if not text:
+    if not selection.shard:
         return list(bodies)
-    part = shard.parse(text)
+    part = shard.parse(selection.shard)
     names = [
         (str((b.get("metadata") or {}).get("namespace") or "argocd"),
          str((b.get("metadata") or {}).get("name") or ""))
@@ -202,7 +170,7 @@ def _is_cmp_configmap(body: model.Body) -> bool:
 def prepare(
     bodies: Sequence[model.Body],
     settings: model.Settings,
-    args: argparse.Namespace,
+    request: Request,
     workdir: Path,
     progress: Progress,
     configmaps: Sequence[model.Body] = (),
@@ -222,10 +190,11 @@ def prepare(
     `defer_reads`: a render found in the cache is only looked up here; its manifests are read
     by `finish_render` (run_one), so with --all each process reads the renders of the apps it
     compares (reading them was a third of what ran on one core before the fan-out)."""
+    git = request.git
     render_config = source_config.of(
         configmaps,
-        cmp_files=getattr(args, "cmp", None) or (),
-        allow_plugins=getattr(args, "allow_plugins", False),
+        cmp_files=git.cmp_files,
+        allow_plugins=git.allow_plugins,
         kube_version=kube_version,
         api_versions=api_versions,
     )
@@ -233,29 +202,23 @@ def prepare(
     for body in bodies:
         md = body.get("metadata") or {}
         targets.append(Target(body, f"{md.get('namespace') or 'argocd'}/{md.get('name') or '?'}"))
-    roots: list[source_fetch.RepoRoot] = getattr(args, "repo_root", None) or []
-    repo_root = next((r.path for r in roots if r.url is None), None)
+    roots = list(git.repo_roots)
+    repo_root = git.plain_root
     if remotes is None:
-        remotes = remotes_of(args)
+        remotes = remotes_of(request)
     # `snapshot` renders only with --repo-root (to capture what git has and Argo CD does not)
-    render_apps = bool(roots) or not getattr(args, "command_snapshot", False)
+    render_apps = bool(roots) or request.export is None
 
-    cache = (
-        None
-        if getattr(args, "no_cache", False)
-        else source_cache.RenderCache(source_cache.default_dir())
-    )
+    cache = source_cache.RenderCache(source_cache.default_dir()) if git.cache else None
     exports = source_render.Exports(
         workdir / "trees",
-        None
-        if cache is None or getattr(args, "local", False)
-        else source_cache.TreeCache(cache.directory),
+        None if cache is None or git.local else source_cache.TreeCache(cache.directory),
     )
     repos = source_fetch.Repos(
         (workdir if cache is None else cache.directory) / "git",  # --no-cache writes nothing
         roots=roots,
-        offline=getattr(args, "offline", False),
-        local=getattr(args, "local", False),
+        offline=git.offline,
+        local=git.local,
         exports=exports,
     )
 
@@ -268,8 +231,8 @@ def prepare(
         return source_render.render(
             app,
             repo_root,
-            revision=args.revision,
-            local=args.local,
+            revision=git.revision,
+            local=git.local,
             workdir=workdir / f"{index:05d}",
             exports=exports,
             cache=cache,
@@ -280,7 +243,7 @@ def prepare(
             policy=source_charts.policy_for(
                 app.project, configmaps, (settings.controller_namespace, app.namespace)
             ),
-            offline=getattr(args, "offline", False),
+            offline=git.offline,
         )
 
     def deferred(
@@ -341,10 +304,10 @@ def prepare(
             target.app = application.parse_application(target.body)
         except GitDriftError as exc:
             target.error = exc
-    if render_apps and not getattr(args, "offline", False):
-        _prefetch(targets, repos, args, remotes, progress)
+    if render_apps and not git.offline:
+        _prefetch(targets, repos, request, remotes, progress)
     progress.start("rendering", len(targets))
-    workers = min(max_workers(), len(targets))
+    workers = min(request.settings.workers(), len(targets))
     if workers <= 1:
         for index, target in enumerate(targets, 1):
             counted(index, target)
@@ -353,7 +316,7 @@ def prepare(
     # on the interpreter); what is left runs kustomize and helm in parallel.
     todo: list[tuple[int, Target]] = []
     for i, t in enumerate(targets, 1):
-        if defer_reads and i > WARM_SAMPLE and not todo:
+        if defer_reads and i > request.tuning.warm_sample and not todo:
             # the first apps' renders were all cached: the cache is warm. Each app's is looked up
             # (and in the odd case made) where it is compared, not here on one core
             counted(i, t, later=True)
@@ -365,11 +328,11 @@ def prepare(
     return targets
 
 
-def remotes_of(args: argparse.Namespace) -> set[str]:
+def remotes_of(request: Request) -> set[str]:
     """With --all and a plain --repo-root, the clone's remote URLs (apps of other repositories
     are skipped); else none."""
-    repo_root = _plain_repo_root(args)
-    return _clone_urls(repo_root) if repo_root is not None and args.all else set()
+    repo_root = request.git.plain_root
+    return _clone_urls(repo_root) if repo_root is not None and request.selection.all else set()
 
 
 def not_the_clone(app: model.Application, remotes: set[str]) -> str:
@@ -386,7 +349,7 @@ def not_the_clone(app: model.Application, remotes: set[str]) -> str:
 def _prefetch(
     targets: Sequence[Target],
     repos: source_fetch.Repos,
-    args: argparse.Namespace,
+    request: Request,
     remotes: set[str],
     progress: Progress,
 ) -> None:
@@ -402,7 +365,9 @@ def _prefetch(
         for index, source in enumerate(app.sources):
             if source.ref and not source.path:
                 continue
-            rev, _prefer_remote = source_render._revision_for(app, index, source, args.revision)
+            rev, _prefer_remote = source_render._revision_for(
+                app, index, source, request.git.revision
+            )
             key = repos.to_fetch(app, source, rev)
             if key is not None:
                 jobs.setdefault(key, (app, source, rev))
@@ -416,19 +381,14 @@ def _prefetch(
             repos.checkout(app, source, rev, False)
         progress.advance(f"{source_fetch.redact(source.repo_url)} {rev}")
 
-    with concurrent.futures.ThreadPoolExecutor(max_workers=min(max_workers(), len(jobs))) as pool:
+    workers = min(request.settings.workers(), len(jobs))
+    with concurrent.futures.ThreadPoolExecutor(max_workers=workers) as pool:
         list(pool.map(fetch, [jobs[k] for k in sorted(jobs)]))
 
 
-def check_source_flags(args: argparse.Namespace) -> None:
+def check_source_flags(git: GitSide) -> None:
     """--repo-root, --local and --offline go together before any work starts."""
-    roots: list[source_fetch.RepoRoot] = getattr(args, "repo_root", None) or []
-    source_fetch.check_roots(roots, local=getattr(args, "local", False))
-
-
-def _plain_repo_root(args: argparse.Namespace) -> Path | None:
-    roots: list[source_fetch.RepoRoot] = getattr(args, "repo_root", None) or []
-    return next((r.path for r in roots if r.url is None), None)
+    source_fetch.check_roots(list(git.repo_roots), local=git.local)
 
 
 def _clone_urls(repo_root: Path) -> set[str]:
@@ -446,7 +406,7 @@ def _clone_urls(repo_root: Path) -> set[str]:
 
 
 def options(
-    state: clusterstate.ClusterState, args: argparse.Namespace, rules: Sequence[hookspecs.Rule]
+    state: clusterstate.ClusterState, request: Request, rules: Sequence[hookspecs.Rule]
 ) -> engine.Options:
     capture = state.capture
     builtin = (
@@ -470,7 +430,7 @@ def options(
         defaults=defaults.apply_defaults,
         scope=state.scope,
         plurals=plurals,
-        disabled_rules=args.disable_rule,
+        disabled_rules=request.diagnosis.disabled_rules,
         rules=rules,
     )
 
@@ -481,7 +441,7 @@ def run_one(
     settings: model.Settings,
     pm: plugins.PluginManager,
     options: engine.Options,
-    args: argparse.Namespace,
+    request: Request,
     audit_log: audit.AuditLog | None = None,
     index: engine.LiveIndex | None = None,
 ) -> model.AppReport:
@@ -503,8 +463,8 @@ def run_one(
         index=index,
         dry_run=target.dry_run,
     )
-    history = _history_cache(args)
-    repo = rendered.repo if rendered.repo is not None else _plain_repo_root(args)
+    history = _history_cache(request.git)
+    repo = rendered.repo if rendered.repo is not None else request.git.plain_root
     return engine.run(inputs, pm, with_source_callbacks(options, rendered, repo, history))
 
 
@@ -522,7 +482,7 @@ def run_all(
     settings: model.Settings,
     pm: plugins.PluginManager,
     options: engine.Options,
-    args: argparse.Namespace,
+    request: Request,
     audit_log: audit.AuditLog | None = None,
     index: engine.LiveIndex | None = None,
     progress: Progress | None = None,
@@ -543,8 +503,8 @@ def run_all(
         for t in targets
         if t.app is not None and (t.rendered is not None or t.deferred is not None)
     ]
-    history = _history_cache(args)
-    workers = fanout.processes(len(todo), max_workers())
+    history = _history_cache(request.git)
+    workers = fanout.processes(len(todo), request.settings.workers())
     here = os.getpid()
 
     def one(target: Target) -> tuple[Compared | GitDriftError, dict[str, dict[str, Any]]]:
@@ -552,7 +512,7 @@ def run_all(
             finish_render(target)
         except GitDriftError as exc:  # its cache entry went, and rendering it again failed
             return exc, {}
-        report = run_one(target, state, settings, pm, options, args, audit_log, index=index)
+        report = run_one(target, state, settings, pm, options, request, audit_log, index=index)
         # a forked child hands back the git history it looked up; this process keeps its own
         learned = history.unwritten() if history is not None and os.getpid() != here else {}
         text = write(report) if write is not None else None
@@ -585,8 +545,8 @@ def run_all(
     return reports
 
 
-def _history_cache(args: argparse.Namespace) -> source_cache.HistoryCache | None:
-    if getattr(args, "no_cache", False):
+def _history_cache(git: GitSide) -> source_cache.HistoryCache | None:
+    if not git.cache:
         return None
     return source_cache.HistoryCache(source_cache.default_dir())
 

@@ -1,0 +1,115 @@
+"""Turns the parsed command line into the run's Request (run/request.py), once.
+
+The only place outside parser.py that knows the flags' attribute names: below here the run
+reads named fields. Nothing is checked here (main.py checks flag combinations, the run checks
+values where it uses them), so every error keeps its message and its moment.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from kubectl_gitdrift.run.request import (
+    ClusterSide,
+    Diagnosis,
+    GitSide,
+    Output,
+    PluginChoice,
+    Request,
+    Selection,
+    Tuning,
+)
+from kubectl_gitdrift.settings import Settings
+
+
+def request_from(
+    args: argparse.Namespace,
+    *,
+    settings: Settings | None = None,
+    tuning: Tuning | None = None,
+) -> Request:
+    """The main command's flags (`kubectl gitdrift APP|--all ...`, and `serve`'s run)."""
+    settings = Settings.from_environ() if settings is None else settings
+    return Request(
+        selection=_selection(args, (args.app,) if args.app else (), shard=args.shard),
+        git=GitSide(
+            repo_roots=tuple(args.repo_root or ()),
+            revision=args.revision,
+            local=args.local,
+            offline=args.offline,
+            cache=not args.no_cache,
+            allow_plugins=args.allow_plugins,
+            cmp_files=tuple(args.cmp),
+        ),
+        cluster=_cluster(args, snapshot=args.snapshot, server_dry_run=args.server_dry_run),
+        output=Output(
+            format=args.output,
+            query=args.query,
+            pushgateway=args.pushgateway,
+            show_suppressed=args.show_suppressed,
+            write_patch=args.write_patch,
+            color=args.color,
+            progress=args.progress,
+        ),
+        diagnosis=Diagnosis(
+            audit_log=args.audit_log,
+            controller_sa=args.controller_sa,
+            disabled_rules=tuple(args.disable_rule),
+        ),
+        plugins=plugin_choice(args, settings),
+        settings=settings,
+        tuning=Tuning() if tuning is None else tuning,
+    )
+
+
+def export_request_from(
+    sub: argparse.Namespace,
+    *,
+    settings: Settings | None = None,
+    tuning: Tuning | None = None,
+) -> Request:
+    """`snapshot APP... -o FILE`'s flags: a live run that exports instead of comparing (it
+    has no --offline, --no-cache, --shard or output flags: their defaults)."""
+    return Request(
+        selection=_selection(sub, tuple(sub.apps)),
+        git=GitSide(repo_roots=tuple(sub.repo_root or ()), revision=sub.revision, local=sub.local),
+        cluster=_cluster(sub),
+        output=Output(progress=sub.progress),
+        export=sub.output,
+        settings=Settings.from_environ() if settings is None else settings,
+        tuning=Tuning() if tuning is None else tuning,
+    )
+
+
+def plugin_choice(args: argparse.Namespace, settings: Settings) -> PluginChoice:
+    """--plugin, --disable-plugin and --no-entry-points (or autoload off in the environment)."""
+    return PluginChoice(
+        paths=tuple(args.plugin),
+        blocked=tuple(args.disable_plugin),
+        entry_points=not args.no_entry_points and not settings.autoload_disabled(),
+    )
+
+
+def _selection(
+    args: argparse.Namespace, names: tuple[str, ...], *, shard: str | None = None
+) -> Selection:
+    return Selection(
+        names=names,
+        all=args.all,
+        all_namespaces=args.all_namespaces,
+        namespace=args.app_namespace,
+        shard=shard,
+    )
+
+
+def _cluster(
+    args: argparse.Namespace, *, snapshot: Path | None = None, server_dry_run: bool = False
+) -> ClusterSide:
+    return ClusterSide(
+        snapshot=snapshot,
+        kubeconfig=args.kubeconfig,
+        context=args.context,
+        request_timeout=args.request_timeout,
+        server_dry_run=server_dry_run,
+    )
