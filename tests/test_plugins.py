@@ -289,6 +289,45 @@ def test_plugin_output_format(compare: Callable[..., Any], tmp_path: Path) -> No
     assert (result.exit_code, result.stdout, result.stderr) == (ExitCode.DRIFT, "OutOfSync\n", "")
 
 
+REPLACES = """
+@hookimpl
+def gitdrift_register_renderers(register):
+    for fmt in ("text", "json", "yaml", "diff"):
+        register(fmt, lambda r, fmt=fmt: f"team {fmt}: {len(r.applications)} app(s)\\n")
+"""
+
+
+@pytest.mark.parametrize("fmt", ["text", "json", "yaml", "diff"])
+def test_a_plugin_that_replaces_a_builtin_format_writes_the_report(
+    run_cli: Callable[..., Any],
+    build_repo: Callable[[Path], Path],
+    compare: Callable[..., Any],
+    tmp_path: Path,
+    fmt: str,
+) -> None:
+    """The hook says a later plugin may replace any built-in format: `-o text` (the default)
+    included, for one app and for --all, where the built-in table and the per-worker JSON
+    would otherwise be written."""
+    path = _write(tmp_path, "team.py", REPLACES)
+    one = compare("--plugin", path, "-o", fmt)
+    assert (one.exit_code, one.stdout, one.stderr) == (
+        ExitCode.DRIFT,
+        f"team {fmt}: 1 app(s)\n",
+        "",
+    )
+    if fmt == "text":
+        assert compare("--plugin", path).stdout == "team text: 1 app(s)\n"
+    repo = build_repo(HPA / "repo-src")
+    every = run_cli(
+        ["--all", "--snapshot", str(HPA / "snapshot.yaml"), "--repo-root", str(repo),
+         "--no-entry-points", "--plugin", path, "-o", fmt]
+    )  # fmt: skip
+    assert every.stdout.startswith(f"team {fmt}: "), every.stdout
+    assert every.exit_code in (ExitCode.OK, ExitCode.DRIFT), every.stderr
+    builtin = compare("-o", fmt)
+    assert not builtin.stdout.startswith("team"), "without the plugin the built-in format writes"
+
+
 # --------------------------------------------------------------------------- `plugins` and `rules`
 
 

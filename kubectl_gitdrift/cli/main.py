@@ -280,11 +280,11 @@ def _compare(request: Request, out: TextIO, err: TextIO) -> ExitCode:
         )
     elif output.query:
         text = report.query(report.to_dict(result), output.query)
-    elif output.format == "text":
+    elif output.format == "text" and _builtin(renderers, "text"):
         text = report.render_text(
             result, show_suppressed=output.show_suppressed, palette=_palette(output.color, out)
         )
-    elif output.format == "diff" and renderers["diff"].plugin == _BUILTIN_RENDERERS:
+    elif output.format == "diff" and _builtin(renderers, "diff"):
         from kubectl_gitdrift.present import difftext
 
         text = difftext.render_diff(result, palette=_palette(output.color, out))
@@ -405,7 +405,11 @@ def _evaluate_checking(
             progress(f"indexing {len(state.objects)} live objects")
             live_index = engine.LiveIndex.of(state.objects, settings)
             _keep(live_index)
-        write = report.app_json if all_apps and request.output.writes_json else None
+        write = (
+            report.app_json
+            if all_apps and request.output.writes_json and _builtin(renderers, "json")
+            else None
+        )
         compared = workflow.run_all(
             targets,
             state,
@@ -450,7 +454,13 @@ def _reads_bodies(output: Output, renderers: Mapping[str, Any]) -> bool:
     output format may; the built-in ones (and --query, OpenMetrics) never do."""
     if output.query or output.format == "openmetrics":
         return False
-    return bool(renderers[output.format].plugin != _BUILTIN_RENDERERS)
+    return not _builtin(renderers, output.format)
+
+
+def _builtin(renderers: Mapping[str, Any], fmt: str) -> bool:
+    """Whether `-o fmt` is gitdrift's own format: a plugin may replace any built-in one (text,
+    json, yaml, diff, markdown), and its renderer is then the one that writes the report."""
+    return bool(renderers[fmt].plugin == _BUILTIN_RENDERERS)
 
 
 @contextlib.contextmanager
@@ -538,6 +548,8 @@ def _render_all(
 
     palette = color.OFF if palette is None else palette
     by_name = {f"{a.namespace}/{a.name}": a for a in result.applications}
+    if not output.query and not _builtin(renderers, output.format):
+        return _render_plugin(result, output.format, renderers)
     if output.query or output.format in ("json", "yaml"):
         extra = {
             "skipped": [{"application": t.name, "reason": t.skipped} for t in targets if t.skipped],
@@ -557,7 +569,7 @@ def _render_all(
         import yaml
 
         return str(yaml.safe_dump(doc, sort_keys=True, default_flow_style=False))
-    if output.format == "diff" and renderers["diff"].plugin == _BUILTIN_RENDERERS:
+    if output.format == "diff":
         return difftext.render_diff(result, palette=palette)
     if output.format != "text":
         return _render_plugin(result, output.format, renderers)
