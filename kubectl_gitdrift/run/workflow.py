@@ -30,6 +30,7 @@ from kubectl_gitdrift.errors import (
 )
 from kubectl_gitdrift.live import snapshot
 from kubectl_gitdrift.run import fanout, shard
+from kubectl_gitdrift.settings import Settings
 from kubectl_gitdrift.sources import cache as source_cache
 from kubectl_gitdrift.sources import charts as source_charts
 from kubectl_gitdrift.sources import config as source_config
@@ -240,16 +241,17 @@ def prepare(
     # `snapshot` renders only with --repo-root (to capture what git has and Argo CD does not)
     render_apps = bool(roots) or not getattr(args, "command_snapshot", False)
 
+    knobs = Settings.from_environ()  # TODO(request): from the run's Settings
     cache = (
         None
         if getattr(args, "no_cache", False)
-        else source_cache.RenderCache(source_cache.default_dir())
+        else source_cache.RenderCache(knobs.cache_dir(), knobs.cache_max_bytes())
     )
     exports = source_render.Exports(
         workdir / "trees",
         None
         if cache is None or getattr(args, "local", False)
-        else source_cache.TreeCache(cache.directory),
+        else source_cache.TreeCache(cache.directory, cache.max_bytes),
     )
     repos = source_fetch.Repos(
         (workdir if cache is None else cache.directory) / "git",  # --no-cache writes nothing
@@ -257,6 +259,7 @@ def prepare(
         offline=getattr(args, "offline", False),
         local=getattr(args, "local", False),
         exports=exports,
+        settings=knobs,
     )
 
     def render(
@@ -281,6 +284,7 @@ def prepare(
                 app.project, configmaps, (settings.controller_namespace, app.namespace)
             ),
             offline=getattr(args, "offline", False),
+            settings=knobs,
         )
 
     def deferred(
@@ -288,7 +292,7 @@ def prepare(
     ) -> bool:
         """The render is in the cache: `target.deferred` will read it (finish_render). Raises
         CacheMiss when it is not there; False when it must be read now."""
-        probe = source_cache.Probe(cache.directory)
+        probe = source_cache.Probe(cache.directory, cache.max_bytes)
         found = render(index, app, probe, cached_only=True)
         if found.manifests:  # a source read without the cache (never with a commit): read now
             return False
@@ -588,7 +592,8 @@ def run_all(
 def _history_cache(args: argparse.Namespace) -> source_cache.HistoryCache | None:
     if getattr(args, "no_cache", False):
         return None
-    return source_cache.HistoryCache(source_cache.default_dir())
+    knobs = Settings.from_environ()  # TODO(request): from the run's Settings
+    return source_cache.HistoryCache(knobs.cache_dir())
 
 
 _RESOLVED: dict[tuple[Path, str], tuple[Path, str]] = {}

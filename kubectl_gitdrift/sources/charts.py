@@ -65,6 +65,7 @@ from urllib.parse import urlsplit
 import yaml
 
 from kubectl_gitdrift.errors import SourceError
+from kubectl_gitdrift.settings import INSECURE_ENV
 from kubectl_gitdrift.sources import process
 from kubectl_gitdrift.sources.chart_credentials import (
     helm_environment,
@@ -83,7 +84,6 @@ from kubectl_gitdrift.sources.chart_deps import (
     repo_name,
 )
 
-INSECURE_ENV = "KUBECTL_GITDRIFT_INSECURE_REGISTRIES"
 PULL_TIMEOUT = 120.0
 """Seconds one `helm pull`, `helm repo update` or `helm dependency build` may run."""
 MAX_EXTRACTED = 256 * 1024 * 1024
@@ -236,22 +236,26 @@ def policy_for(
     return None
 
 
-def insecure_hosts() -> frozenset[str]:
-    raw = os.environ.get(INSECURE_ENV, "")
-    return frozenset(h.strip().lower() for h in raw.split(",") if h.strip())
-
-
 class Charts:
     """Pulls charts and builds dependencies for one run; safe to use from several threads.
-    `directory` is the cache directory (None: keep nothing, work in `workdir`)."""
+    `directory` is the cache directory (None: keep nothing, work in `workdir`); `insecure`
+    the registry hosts (lower case, `host[:port]`) that may be reached over plain HTTP
+    (Settings.insecure_registries)."""
 
     def __init__(
-        self, directory: Path | None, workdir: Path, helm: str, *, offline: bool = False
+        self,
+        directory: Path | None,
+        workdir: Path,
+        helm: str,
+        *,
+        offline: bool = False,
+        insecure: frozenset[str] = frozenset(),
     ) -> None:
         self.directory = directory
         self.workdir = workdir
         self.helm = helm
         self.offline = offline  # --offline: only what the cache holds
+        self.insecure = insecure
 
     # ------------------------------------------------------------------ pulling a chart
 
@@ -320,7 +324,7 @@ class Charts:
                 args = ["pull", f"{source.ref}@{version}", "--destination", str(out)]
             else:
                 args = ["pull", source.ref, "--version", version, "--destination", str(out)]
-            if source.host in insecure_hosts():
+            if source.host in self.insecure:
                 args.append("--plain-http")
             self._helm(args, scratch, what)
         else:
@@ -420,7 +424,7 @@ class Charts:
                     write_repositories(scratch, entries)
                     oci = [r for r in repos if r.startswith("oci://")]
                     args = ["dependency", "build", str(work)]
-                    if any(urlsplit(r).netloc.lower() in insecure_hosts() for r in oci):
+                    if any(urlsplit(r).netloc.lower() in self.insecure for r in oci):
                         args.append("--plain-http")  # helm: one setting for the whole build
                     overrides = (
                         permitted_credentials(scratch, [r for r in oci if r not in denied])
