@@ -6,6 +6,10 @@ STAMP  := $(VENV)/.installed
 
 PY_DIRS := $(wildcard kubectl_gitdrift plugins tests bench testdata tools)
 
+# The helm tools/install_helm.sh installs: kubectl-gitdrift looks for helm on PATH (or
+# $KUBECTL_GITDRIFT_HELM), never in the checkout, so every target finds this one first.
+export PATH := $(CURDIR)/.tools/bin:$(PATH)
+
 .DEFAULT_GOAL := check
 .PHONY: check demo test lint fmt golden parity clean bench dist lock
 

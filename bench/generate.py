@@ -1169,14 +1169,14 @@ def ensure(scenario: Scenario, root: Path) -> tuple[Path, dict[str, Any]]:
 
 def verify(out: Path, meta: dict[str, Any], count: int) -> int:
     """Compare render_overlay with `kubectl kustomize` on the first `count` apps."""
-    from kubectl_gitdrift.sources import kustomize  # the same binary lookup gitdrift uses
+    from kubectl_gitdrift.sources import tools  # the same binary lookup gitdrift uses
 
     units = meta["scenario"]["units"]
     bad = 0
     with tempfile.TemporaryDirectory(prefix="gitdrift-bench-verify-") as tmp:
         subprocess.run(["git", "clone", "-q", str(out / "repo"), tmp + "/wt"], check=True)
         for app in meta["apps"][:count]:
-            cmd = [*kustomize._binary(), f"{tmp}/wt/apps/{app}/overlays/prod"]
+            cmd = [*tools.kustomize_command(), f"{tmp}/wt/apps/{app}/overlays/prod"]
             rendered = list(
                 yaml.safe_load_all(subprocess.run(cmd, check=True, capture_output=True).stdout)
             )

@@ -109,7 +109,11 @@ TIMERS: tuple[tuple[str, str, str], ...] = (
     ("    git export of the revision", "kubectl_gitdrift.sources.render", "Exports.export"),
     ("    render cache read", "kubectl_gitdrift.sources.cache", "RenderCache.get"),
     ("    render cache write", "kubectl_gitdrift.sources.cache", "RenderCache.put"),
-    ("    kustomization closure walk", "kubectl_gitdrift.sources.kustomize", "_Closure.walk"),
+    (
+        "    kustomization closure walk",
+        "kubectl_gitdrift.sources.kustomize",
+        "Closure.walk|_Closure.walk",
+    ),
     ("    tree copy for the build", "kubectl_gitdrift.sources.kustomize", "_copy_tree"),
     ("    kustomize build (process)", "kubectl_gitdrift.sources.kustomize", "_run_build"),
     ("    parse build output", "kubectl_gitdrift.yamlio", "load_objects"),
@@ -848,8 +852,8 @@ def _check_brief(run: dict[str, Any]) -> str:
 def kustomize_binary() -> list[str]:
     """The binary gitdrift renders with (same lookup), else kubectl kustomize."""
     with contextlib.suppress(Exception):
-        module = importlib.import_module("kubectl_gitdrift.sources.kustomize")
-        found: list[str] = module._binary()
+        module = importlib.import_module("kubectl_gitdrift.sources.tools")
+        found: list[str] = module.kustomize_command()
         return found
     return ["kubectl", "kustomize"]
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import importlib.util
 import io
+import os
 import sys
 from collections.abc import Callable, Generator, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -21,6 +22,11 @@ from tests import read_guard
 
 ROOT = Path(__file__).resolve().parent.parent
 TESTDATA = ROOT / "testdata"
+TOOLS_BIN = ROOT / ".tools" / "bin"
+if (TOOLS_BIN / "helm").is_file():
+    # tools/install_helm.sh's helm: the package looks only at $KUBECTL_GITDRIFT_HELM and PATH,
+    # never beside itself; for the session (and the CLI children it starts) it is on PATH first
+    os.environ["PATH"] = os.pathsep.join([str(TOOLS_BIN), os.environ.get("PATH", "")])
 read_guard.install()  # from here on every file this process opens is checked
 
 

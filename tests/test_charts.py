@@ -16,6 +16,7 @@ import pytest
 import yaml
 
 from kubectl_gitdrift.errors import SourceError
+from kubectl_gitdrift.settings import Settings
 from kubectl_gitdrift.sources import charts, helm
 from tests import registry
 from tests.conftest import TESTDATA
@@ -90,9 +91,12 @@ def _registry_logs_on_failure(request: pytest.FixtureRequest) -> Iterator[None]:
 
 
 def _charts(tmp_path: Path) -> charts.Charts:
-    binary = helm.helm_binary()
+    """Charts as a run makes them: the helm and the insecure registries its Settings name."""
+    settings = Settings.from_environ()
+    binary = helm.helm_binary(settings)
     assert binary is not None
-    return charts.Charts(tmp_path / "cache", tmp_path / "work", binary)
+    insecure = settings.insecure_registries()
+    return charts.Charts(tmp_path / "cache", tmp_path / "work", binary, insecure=insecure)
 
 
 def _trust(reg: registry.Registry, monkeypatch: pytest.MonkeyPatch) -> None:

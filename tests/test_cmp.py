@@ -17,9 +17,9 @@ import yaml
 
 from kubectl_gitdrift.errors import ExitCode, SourceError, UsageError
 from kubectl_gitdrift.model import Application, AppSource, SyncPolicy
-from kubectl_gitdrift.sources import cmp, process
+from kubectl_gitdrift.settings import KUSTOMIZE_TIMEOUT_ENV
+from kubectl_gitdrift.sources import cmp, cmp_defs, process
 from kubectl_gitdrift.sources import config as render_config
-from kubectl_gitdrift.sources.kustomize import TIMEOUT_ENV
 from kubectl_gitdrift.sources.render import render
 from tests.apiserver import ServerFactory, kube_apiserver  # noqa: F401 - the fixture
 from tests.conftest import TESTDATA, Result
@@ -62,8 +62,8 @@ def cmp_configmap(*docs: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def plugins(*docs: dict[str, Any]) -> list[cmp.Plugin]:
-    return cmp.from_configmap(cmp_configmap(*docs))
+def plugins(*docs: dict[str, Any]) -> list[cmp_defs.Plugin]:
+    return cmp_defs.from_configmap(cmp_configmap(*docs))
 
 
 def write(root: Path, rel: str, text: str = "") -> Path:
@@ -74,7 +74,11 @@ def write(root: Path, rel: str, text: str = "") -> Path:
 
 
 def generate(
-    plugin: cmp.Plugin, tree: Path, options: dict[str, Any] | None = None, *, allow: bool = True
+    plugin: cmp_defs.Plugin,
+    tree: Path,
+    options: dict[str, Any] | None = None,
+    *,
+    allow: bool = True,
 ) -> list[Any]:
     return cmp.generate(
         plugin,
@@ -151,16 +155,16 @@ def test_definitions_are_validated(tmp_path: Path) -> None:
     scripts = cmp_configmap(plugin_doc())
     scripts["data"]["generate.sh"] = "#!/bin/sh\nset -e\nhelm template . | avp generate -\n"
     scripts["data"]["notes.txt"] = "key: [unclosed"
-    assert [p.name for p in cmp.from_configmap(scripts)] == ["envsubst"]
+    assert [p.name for p in cmp_defs.from_configmap(scripts)] == ["envsubst"]
     file = write(tmp_path, "plugin.yaml", yaml.safe_dump(plugin_doc(version="v2")))
-    (plugin,) = cmp.from_file(file)
+    (plugin,) = cmp_defs.from_file(file)
     assert plugin.trusted
     assert plugin.full_name == "envsubst-v2"
     with pytest.raises(UsageError, match=r"--cmp .*missing.yaml: No such file"):
-        cmp.from_file(tmp_path / "missing.yaml")
+        cmp_defs.from_file(tmp_path / "missing.yaml")
     write(tmp_path, "empty.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n")
     with pytest.raises(UsageError, match=r"no ConfigManagementPlugin in the file"):
-        cmp.from_file(tmp_path / "empty.yaml")
+        cmp_defs.from_file(tmp_path / "empty.yaml")
 
 
 # --------------------------------------------------------------------------- selection
@@ -381,11 +385,11 @@ def test_a_hanging_plugin_times_out_and_its_processes_go(
     tree = tmp_path / "repo"
     write(tree, "app/x.txt")
     pidfile = tmp_path / "pid"
-    monkeypatch.setenv(TIMEOUT_ENV, "1")
+    monkeypatch.setenv(KUSTOMIZE_TIMEOUT_ENV, "1")
     (plugin,) = plugins(plugin_doc(generate=f"sleep 300 & echo $! > {pidfile}; wait"))
     with pytest.raises(SourceError, match=r"plugin envsubst generate timed out after 1s") as err:
         generate(plugin, tree)
-    assert TIMEOUT_ENV in (err.value.hint or "")
+    assert KUSTOMIZE_TIMEOUT_ENV in (err.value.hint or "")
     pid = int(pidfile.read_text())
     # the sleep was in the plugin's process group: it is gone (or a zombie about to be reaped)
     try:
@@ -579,7 +583,7 @@ def test_cli_a_hanging_discovered_plugin_is_exit_3(
     doc = plugin_doc("slow", version="v2", discover={"find": {"glob": "*.yaml"}})
     doc["spec"]["generate"] = {"command": ["sleep", "600"]}
     plugin_file = write(tmp_path, "plugin.yaml", yaml.safe_dump(doc))
-    monkeypatch.setenv(TIMEOUT_ENV, "1")
+    monkeypatch.setenv(KUSTOMIZE_TIMEOUT_ENV, "1")
     result = run_cli(["payments", "--snapshot", str(snapshot), "--repo-root", str(repo),
                       "--cmp", str(plugin_file), "--no-entry-points"])  # fmt: skip
     assert result.exit_code == ExitCode.ERROR
@@ -588,7 +592,7 @@ def test_cli_a_hanging_discovered_plugin_is_exit_3(
     assert lines[0] == (
         "error: source path app: config management plugin slow-v2 generate timed out after 1s"
     )
-    assert lines[1] == f"  hint: raise {TIMEOUT_ENV} if the plugin needs longer"
+    assert lines[1] == f"  hint: raise {KUSTOMIZE_TIMEOUT_ENV} if the plugin needs longer"
 
 
 # --------------------------------------------------------------------------- live mode

@@ -17,8 +17,9 @@ import pytest
 import yaml
 
 from kubectl_gitdrift.errors import ExitCode, SourceError
+from kubectl_gitdrift.model import Manifest
+from kubectl_gitdrift.settings import KUSTOMIZE_TIMEOUT_ENV
 from kubectl_gitdrift.sources import directory, jsonnet
-from kubectl_gitdrift.sources.kustomize import TIMEOUT_ENV
 from tests.conftest import Result
 
 ENV = {"ARGOCD_APP_NAME": "metrics", "ARGOCD_APP_NAMESPACE": "monitoring"}
@@ -30,6 +31,18 @@ def write(root: Path, rel: str, text: str) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text, encoding="utf-8")
     return path
+
+
+def collect(
+    tree: Path, path: str, options: dict[str, Any] | None = None, env: dict[str, str] | None = None
+) -> list[Manifest]:
+    """directory.collect with jsonnet files evaluated, as the directory renderer has them."""
+    opts = options or {}
+
+    def evaluate(files: list[Path]) -> list[list[Manifest]]:
+        return jsonnet.evaluate_all(files, tree, tree / path, opts.get("jsonnet"), env or {})
+
+    return directory.collect(tree, path, opts, env, jsonnet=evaluate)
 
 
 def names(manifests: list[Any]) -> list[str]:
@@ -56,7 +69,7 @@ def test_tlas_ext_vars_and_build_env(tmp_path: Path) -> None:
             {"name": "obj", "value": "{a: 1 + 1}", "code": True},
         ],
     }
-    (manifest,) = directory.collect(tmp_path, "app", {"jsonnet": options}, ENV)
+    (manifest,) = collect(tmp_path, "app", {"jsonnet": options}, ENV)
     assert manifest.key.name == "metrics-gold"
     assert manifest.body["data"] == {"replicas": "6", "code": "v", "obj": "2"}
     assert manifest.origin == "app/main.jsonnet"
@@ -76,10 +89,10 @@ def test_libs_are_searched_last_first_after_the_files_directory(tmp_path: Path) 
         " data: {which: import 'which.libsonnet', app: import 'only-app.libsonnet'}}",
     )
     options = {"recurse": True, "jsonnet": {"libs": ["lib1", "/lib2"]}}
-    (manifest,) = directory.collect(tmp_path, "app", options, ENV)
+    (manifest,) = collect(tmp_path, "app", options, ENV)
     assert manifest.body["data"] == {"which": "lib2", "app": "app-dir"}
     write(tmp_path, "app/sub/which.libsonnet", "'beside'")
-    (manifest,) = directory.collect(tmp_path, "app", options, ENV)
+    (manifest,) = collect(tmp_path, "app", options, ENV)
     assert manifest.body["data"]["which"] == "beside"
 
 
@@ -93,7 +106,7 @@ def test_arrays_lists_and_plain_values(tmp_path: Path) -> None:
     )
     write(tmp_path, "app/b.jsonnet", CONFIGMAP)  # a function with defaults and no TLAs
     write(tmp_path, "app/c.libsonnet", "error 'only imported'")
-    assert names(directory.collect(tmp_path, "app", {}, ENV)) == ["one", "two", "x"]
+    assert names(collect(tmp_path, "app", {}, ENV)) == ["one", "two", "x"]
 
 
 def test_include_exclude_and_recurse_apply_to_jsonnet(tmp_path: Path) -> None:
@@ -104,15 +117,13 @@ def test_include_exclude_and_recurse_apply_to_jsonnet(tmp_path: Path) -> None:
         "app/deep/more.jsonnet",
         "{apiVersion: 'v1', kind: 'Secret', metadata: {name: 'd'}}",
     )
-    assert names(directory.collect(tmp_path, "app", {"recurse": True, "exclude": "test/*"})) == [
+    assert names(collect(tmp_path, "app", {"recurse": True, "exclude": "test/*"})) == [
         "d",
         "x",
     ]
-    assert names(directory.collect(tmp_path, "app", {"recurse": True, "include": "deep/*"})) == [
-        "d"
-    ]
+    assert names(collect(tmp_path, "app", {"recurse": True, "include": "deep/*"})) == ["d"]
     with pytest.raises(SourceError, match=r"^app/test/broken.jsonnet: jsonnet: RUNTIME ERROR"):
-        directory.collect(tmp_path, "app", {"recurse": True})
+        collect(tmp_path, "app", {"recurse": True})
 
 
 @pytest.mark.parametrize(
@@ -134,7 +145,7 @@ def test_bad_jsonnet_is_one_line_naming_the_file(tmp_path: Path, text: str, mess
     write(repo, "app/bad.jsonnet", text)
     write(tmp_path, "outside.libsonnet", "{}")
     with pytest.raises(SourceError) as err:
-        directory.collect(repo, "app", {}, ENV)
+        collect(repo, "app", {}, ENV)
     assert "\n" not in err.value.message
     assert err.value.message == err.value.message.strip()
     assert re.search(message, err.value.message), err.value.message
@@ -147,25 +158,25 @@ def test_symlinked_import_out_of_the_repository(tmp_path: Path) -> None:
     write(repo, "app/main.jsonnet", "import 'link.libsonnet'")
     (repo / "app/link.libsonnet").symlink_to(tmp_path / "secret.libsonnet")
     with pytest.raises(SourceError, match="resolves outside the repository"):
-        directory.collect(repo, "app", {}, ENV)
+        collect(repo, "app", {}, ENV)
 
 
 def test_bad_options(tmp_path: Path) -> None:
     write(tmp_path, "app/a.jsonnet", CONFIGMAP)
     with pytest.raises(SourceError, match=r"libs entry '\.\./x' points outside the repository"):
-        directory.collect(tmp_path, "app", {"jsonnet": {"libs": ["../x"]}})
+        collect(tmp_path, "app", {"jsonnet": {"libs": ["../x"]}})
     with pytest.raises(SourceError, match=r"directory.jsonnet.tlas: entry .* has no name"):
-        directory.collect(tmp_path, "app", {"jsonnet": {"tlas": [{"value": "1"}]}})
+        collect(tmp_path, "app", {"jsonnet": {"tlas": [{"value": "1"}]}})
     with pytest.raises(SourceError, match=r"directory.jsonnet.extVars: list expected"):
-        directory.collect(tmp_path, "app", {"jsonnet": {"extVars": {"a": "b"}}})
+        collect(tmp_path, "app", {"jsonnet": {"extVars": {"a": "b"}}})
     with pytest.raises(SourceError, match=r"directory.jsonnet: mapping expected"):
-        directory.collect(tmp_path, "app", {"jsonnet": ["x"]})
+        collect(tmp_path, "app", {"jsonnet": ["x"]})
 
 
 def test_the_last_of_a_name_wins(tmp_path: Path) -> None:
     write(tmp_path, "app/a.jsonnet", CONFIGMAP)
     tlas = [{"name": "name", "value": "'code'", "code": True}, {"name": "name", "value": "str"}]
-    (manifest,) = directory.collect(tmp_path, "app", {"jsonnet": {"tlas": tlas}})
+    (manifest,) = collect(tmp_path, "app", {"jsonnet": {"tlas": tlas}})
     assert manifest.key.name == "str"
 
 
@@ -174,9 +185,9 @@ def test_jsonnet_that_never_ends_is_stopped(
 ) -> None:
     # tail calls run for ever in go-jsonnet: the evaluation runs in a child under the time-out
     write(tmp_path, "app/a.jsonnet", "local f(x) = if x < 0 then x else f(x + 1) tailstrict; f(0)")
-    monkeypatch.setenv(TIMEOUT_ENV, "1")
+    monkeypatch.setenv(KUSTOMIZE_TIMEOUT_ENV, "1")
     with pytest.raises(SourceError, match=r"^jsonnet evaluation of app timed out after 1s$"):
-        directory.collect(tmp_path, "app", {})
+        collect(tmp_path, "app", {})
 
 
 def test_jsonnet_that_builds_a_huge_value_is_stopped(
@@ -188,9 +199,9 @@ def test_jsonnet_that_builds_a_huge_value_is_stopped(
     with pytest.raises(
         SourceError, match=r"^app: jsonnet evaluation ran out of memory \(more than 256 MiB\)$"
     ):
-        directory.collect(tmp_path, "app", {})
+        collect(tmp_path, "app", {})
     write(tmp_path, "app/a.jsonnet", "{apiVersion: 'v1', kind: 'ConfigMap', metadata: {name: 'a'}}")
-    (manifest,) = directory.collect(tmp_path, "app", {})  # an ordinary file fits
+    (manifest,) = collect(tmp_path, "app", {})  # an ordinary file fits
     assert manifest.key.name == "a"
 
 

@@ -1,7 +1,7 @@
 """kubectl_gitdrift.sources.helm: the real `helm template`, built like Argo CD's repo-server.
 
-Skipped without a helm binary ($KUBECTL_GITDRIFT_HELM, PATH, or .tools/bin/helm from
-tools/install_helm.sh)."""
+Skipped without a helm binary ($KUBECTL_GITDRIFT_HELM, or helm on PATH: tests/conftest.py puts
+the .tools/bin/helm of tools/install_helm.sh there)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,8 @@ import pytest
 
 from kubectl_gitdrift.errors import SourceError
 from kubectl_gitdrift.model import Application, AppSource, Manifest, SyncPolicy
-from kubectl_gitdrift.sources import helm
+from kubectl_gitdrift.settings import HELM_ENV, Settings
+from kubectl_gitdrift.sources import helm, tools
 
 pytestmark = pytest.mark.skipif(helm.helm_binary() is None, reason="no helm binary")
 
@@ -333,9 +334,13 @@ def test_chart_at_repo_root(tree: Path) -> None:
 
 
 def test_binary_rule(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.setenv(helm.HELM_ENV, "/opt/helm/bin/helm")
+    """$KUBECTL_GITDRIFT_HELM, else helm on PATH; never a helm the package finds beside itself."""
+    monkeypatch.setenv(HELM_ENV, "/opt/helm/bin/helm")
     assert helm.helm_binary() == "/opt/helm/bin/helm"
-    monkeypatch.delenv(helm.HELM_ENV)
+    assert tools.helm_binary(Settings.from_environ()) == "/opt/helm/bin/helm"
+    monkeypatch.delenv(HELM_ENV)
     monkeypatch.setenv("PATH", str(tmp_path))
-    found = helm.helm_binary()
-    assert found is None or found.endswith(".tools/bin/helm")
+    assert helm.helm_binary() is None
+    (tmp_path / "helm").write_text("#!/bin/sh\n", encoding="utf-8")
+    (tmp_path / "helm").chmod(0o755)
+    assert helm.helm_binary() == str(tmp_path / "helm")

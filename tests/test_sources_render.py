@@ -9,9 +9,18 @@ from typing import Any
 import pytest
 import yaml
 
+from kubectl_gitdrift import settings
 from kubectl_gitdrift.errors import SourceError
 from kubectl_gitdrift.model import Application, AppSource, Manifest, ObjectKey, SyncPolicy
-from kubectl_gitdrift.sources import directory, helm, kustomize
+from kubectl_gitdrift.settings import Settings
+from kubectl_gitdrift.sources import (
+    buildenv,
+    directory,
+    helm,
+    kustomize,
+    kustomize_closure,
+    kustomize_edit,
+)
 from kubectl_gitdrift.sources.render import Rendered, render
 
 DEPLOYMENT = """\
@@ -376,16 +385,17 @@ def test_multi_repo_sources_need_a_matching_clone(repo: Repo, tmp_path: Path) ->
 
 
 def test_apply_options_image_forms() -> None:
-    assert kustomize.parse_image("nginx=reg/nginx:1.2") == {
+    parse_image = kustomize_edit.parse_image
+    assert parse_image("nginx=reg/nginx:1.2") == {
         "name": "nginx",
         "newName": "reg/nginx",
         "newTag": "1.2",
     }
-    assert kustomize.parse_image("nginx:1.2") == {"name": "nginx", "newTag": "1.2"}
-    assert kustomize.parse_image("nginx@sha256:abc") == {"name": "nginx", "digest": "sha256:abc"}
-    assert kustomize.parse_image("nginx=reg/nginx") == {"name": "nginx", "newName": "reg/nginx"}
-    assert kustomize.parse_image("reg:5000/nginx:1") == {"name": "reg:5000/nginx", "newTag": "1"}
-    merged = kustomize.set_images(
+    assert parse_image("nginx:1.2") == {"name": "nginx", "newTag": "1.2"}
+    assert parse_image("nginx@sha256:abc") == {"name": "nginx", "digest": "sha256:abc"}
+    assert parse_image("nginx=reg/nginx") == {"name": "nginx", "newName": "reg/nginx"}
+    assert parse_image("reg:5000/nginx:1") == {"name": "reg:5000/nginx", "newTag": "1"}
+    merged = kustomize_edit.set_images(
         [{"name": "nginx", "newTag": "1", "newName": "a"}, {"name": "redis", "newTag": "6"}],
         ["nginx@sha256:abc", "busybox:1"],
     )
@@ -398,14 +408,14 @@ def test_apply_options_image_forms() -> None:
 
 def test_apply_options_label_conflict_without_force() -> None:
     with pytest.raises(SourceError, match="label app already in the kustomization"):
-        kustomize.apply_options(
+        kustomize_edit.apply_options(
             {"commonLabels": {"app": "x"}}, {"commonLabels": {"app": "y"}}, env={}
         )
 
 
 def test_apply_options_patches_and_components(tmp_path: Path) -> None:
     (tmp_path / "comp").mkdir()
-    out = kustomize.apply_options(
+    out = kustomize_edit.apply_options(
         {"patches": [{"path": "a.yaml"}], "components": ["comp"]},
         {
             "patches": [{"patch": "- op: add", "target": {"kind": "Deployment"}}],
@@ -424,7 +434,7 @@ def test_apply_options_patches_and_components(tmp_path: Path) -> None:
 
 def test_envsubst() -> None:
     env = {"A": "1", "B_2": "two"}
-    assert kustomize.envsubst("x-$A-${B_2}-$MISSING-$$", env) == "x-1-two--$"
+    assert buildenv.envsubst("x-$A-${B_2}-$MISSING-$$", env) == "x-1-two--$"
 
 
 def test_plugin_flags_are_refused(repo: Repo, tmp_path: Path) -> None:
@@ -445,7 +455,7 @@ def test_origin_scan_matches_origin_annotations(
     origin is found by scanning the resource files: same objects, same origins."""
     app = make_app(path, options={"kustomize": {"namePrefix": "p-"}} if "staging" in path else None)
     annotated = render(app, repo.root, workdir=tmp_path / "a")
-    monkeypatch.setenv(kustomize.ORIGIN_ANNOTATIONS_ENV, "0")
+    monkeypatch.setenv(settings.ORIGIN_ANNOTATIONS_ENV, "0")
     scanned = render(app, repo.root, workdir=tmp_path / "b")
     assert [(m.key, m.body, m.origin) for m in scanned.manifests] == [
         (m.key, m.body, m.origin) for m in annotated.manifests
@@ -478,12 +488,13 @@ def test_render_cache_second_render_skips_kustomize(
 
 
 def test_kustomize_timeout_from_environment(monkeypatch: pytest.MonkeyPatch) -> None:
-    assert kustomize.kustomize_timeout() == kustomize.KUSTOMIZE_TIMEOUT
+    monkeypatch.delenv(kustomize.TIMEOUT_ENV, raising=False)
+    assert Settings.from_environ().kustomize_timeout() == settings.KUSTOMIZE_TIMEOUT
     monkeypatch.setenv(kustomize.TIMEOUT_ENV, "600")
-    assert kustomize.kustomize_timeout() == 600
+    assert Settings.from_environ().kustomize_timeout() == 600
     monkeypatch.setenv(kustomize.TIMEOUT_ENV, "soon")
     with pytest.raises(SourceError, match="KUBECTL_GITDRIFT_KUSTOMIZE_TIMEOUT"):
-        kustomize.kustomize_timeout()
+        Settings.from_environ().kustomize_timeout()
 
 
 def _write(root: Path, files: Mapping[str, str]) -> None:
@@ -514,7 +525,7 @@ def test_copy_tree_takes_only_the_kustomization_closure(tmp_path: Path) -> None:
     directories it reaches (all of them, with their files), not of the whole repository."""
     tree = tmp_path / "tree"
     _kustomized_tree(tree)
-    closure = kustomize._Closure.walk(tree, "apps/a/prod", "apps/a/extra")
+    closure = kustomize_closure.Closure.walk(tree, "apps/a/prod", "apps/a/extra")
     assert sorted(closure.dirs) == ["apps/a/base", "apps/a/extra", "apps/a/prod"]
     kustomize._copy_tree(tree, tmp_path / "copy", closure.dirs)
     copied = sorted(str(p.relative_to(tmp_path / "copy")) for p in (tmp_path / "copy").rglob("*"))
@@ -595,9 +606,7 @@ def test_exported_trees_are_kept_between_runs(
     assert not (tmp_path / "t2").exists()
 
 
-def test_tree_cache_refuses_big_trees_and_keeps_the_recent_ones(
-    repo: Repo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_tree_cache_refuses_big_trees_and_keeps_the_recent_ones(repo: Repo, tmp_path: Path) -> None:
     from kubectl_gitdrift.sources import cache as source_cache
     from kubectl_gitdrift.sources import git as source_git
 
@@ -609,12 +618,11 @@ def test_tree_cache_refuses_big_trees_and_keeps_the_recent_ones(
             source_git.tree_bytes(repo.root, sha),
         )
 
-    monkeypatch.setenv(source_cache.CACHE_MAX_ENV, "0.001")  # 1 KiB: a quarter is 262 bytes
-    assert store.put(repo.head, *export(repo.head)) is None
-    assert store.get(repo.head) is None
+    small = source_cache.TreeCache(tmp_path / "cache", 1048)  # 1 KiB: a quarter is 262 bytes
+    assert small.put(repo.head, *export(repo.head)) is None
+    assert small.get(repo.head) is None
     assert [p.name for p in (tmp_path / "cache/trees").iterdir()] == []  # no scratch left
 
-    monkeypatch.delenv(source_cache.CACHE_MAX_ENV)
     kept = store.put(repo.head, *export(repo.head))
     assert kept is not None
     assert store.put(repo.head, *export(repo.head)) == kept  # a second put finds it in place

@@ -209,10 +209,15 @@ def prepare(
     # `snapshot` renders only with --repo-root (to capture what git has and Argo CD does not)
     render_apps = bool(roots) or request.export is None
 
-    cache = source_cache.RenderCache(source_cache.default_dir()) if git.cache else None
+    knobs = request.settings
+    cache = (
+        source_cache.RenderCache(knobs.cache_dir(), knobs.cache_max_bytes()) if git.cache else None
+    )
     exports = source_render.Exports(
         workdir / "trees",
-        None if cache is None or git.local else source_cache.TreeCache(cache.directory),
+        None
+        if cache is None or git.local
+        else source_cache.TreeCache(cache.directory, cache.max_bytes),
     )
     repos = source_fetch.Repos(
         (workdir if cache is None else cache.directory) / "git",  # --no-cache writes nothing
@@ -220,6 +225,7 @@ def prepare(
         offline=git.offline,
         local=git.local,
         exports=exports,
+        settings=knobs,
     )
 
     def render(
@@ -244,6 +250,7 @@ def prepare(
                 app.project, configmaps, (settings.controller_namespace, app.namespace)
             ),
             offline=git.offline,
+            settings=knobs,
         )
 
     def deferred(
@@ -251,7 +258,7 @@ def prepare(
     ) -> bool:
         """The render is in the cache: `target.deferred` will read it (finish_render). Raises
         CacheMiss when it is not there; False when it must be read now."""
-        probe = source_cache.Probe(cache.directory)
+        probe = source_cache.Probe(cache.directory, cache.max_bytes)
         found = render(index, app, probe, cached_only=True)
         if found.manifests:  # a source read without the cache (never with a commit): read now
             return False
@@ -463,7 +470,7 @@ def run_one(
         index=index,
         dry_run=target.dry_run,
     )
-    history = _history_cache(request.git)
+    history = _history_cache(request)
     repo = rendered.repo if rendered.repo is not None else request.git.plain_root
     return engine.run(inputs, pm, with_source_callbacks(options, rendered, repo, history))
 
@@ -503,7 +510,7 @@ def run_all(
         for t in targets
         if t.app is not None and (t.rendered is not None or t.deferred is not None)
     ]
-    history = _history_cache(request.git)
+    history = _history_cache(request)
     workers = fanout.processes(len(todo), request.settings.workers())
     here = os.getpid()
 
@@ -545,10 +552,10 @@ def run_all(
     return reports
 
 
-def _history_cache(git: GitSide) -> source_cache.HistoryCache | None:
-    if not git.cache:
+def _history_cache(request: Request) -> source_cache.HistoryCache | None:
+    if not request.git.cache:
         return None
-    return source_cache.HistoryCache(source_cache.default_dir())
+    return source_cache.HistoryCache(request.settings.cache_dir())
 
 
 _RESOLVED: dict[tuple[Path, str], tuple[Path, str]] = {}

@@ -5,9 +5,10 @@ it does not export them again either.
 An entry is keyed by everything the render depends on: the commit rendered (its files are
 immutable), the source path, the Application's tool options and build environment, the build
 flags, and the identity of the kustomize binary. The working tree (`--local`) and kustomizations
-that pull remote bases are never cached. Entries are JSON files under `$KUBECTL_GITDRIFT_CACHE_DIR`,
-else `$XDG_CACHE_HOME/kubectl-gitdrift`, else `~/.cache/kubectl-gitdrift`; the oldest are removed
-when the directory grows past `$KUBECTL_GITDRIFT_CACHE_MAX_MB` (default 512). A damaged or
+that pull remote bases are never cached. Entries are JSON files in the cache directory the caller
+names (Settings.cache_dir: `$KUBECTL_GITDRIFT_CACHE_DIR`, else `$XDG_CACHE_HOME/kubectl-gitdrift`,
+else `~/.cache/kubectl-gitdrift`); the oldest are removed when the directory grows past its bound
+(Settings.cache_max_bytes: `$KUBECTL_GITDRIFT_CACHE_MAX_MB`, default 512). A damaged or
 unreadable entry is a miss; a cache directory that cannot be written is no cache.
 """
 
@@ -28,34 +29,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from kubectl_gitdrift import settings
 from kubectl_gitdrift.model import Manifest, ObjectKey
 
-CACHE_DIR_ENV = "KUBECTL_GITDRIFT_CACHE_DIR"
-CACHE_MAX_ENV = "KUBECTL_GITDRIFT_CACHE_MAX_MB"
-DEFAULT_MAX_MB = 512
+CACHE_DIR_ENV = settings.CACHE_DIR_ENV  # the knobs' names, as tests know them here
+CACHE_MAX_ENV = settings.CACHE_MAX_ENV
+DEFAULT_MAX_BYTES = settings.DEFAULT_CACHE_MAX_MB * 1024 * 1024
 FORMAT = 1
 """Bumped whenever what an entry holds, or how a render is made, changes."""
 
 _prune_lock = threading.Lock()
 _puts = 0
-
-
-def default_dir() -> Path:
-    explicit = os.environ.get(CACHE_DIR_ENV, "").strip()
-    if explicit:
-        return Path(explicit)
-    xdg = os.environ.get("XDG_CACHE_HOME", "").strip()
-    base = Path(xdg) if xdg else Path.home() / ".cache"
-    return base / "kubectl-gitdrift"
-
-
-def _max_bytes() -> int:
-    raw = os.environ.get(CACHE_MAX_ENV, "").strip()
-    try:
-        mib = float(raw) if raw else DEFAULT_MAX_MB
-    except ValueError:
-        mib = DEFAULT_MAX_MB
-    return int(max(mib, 0) * 1024 * 1024)
 
 
 class CacheMiss(Exception):
@@ -64,7 +48,10 @@ class CacheMiss(Exception):
 
 @dataclass(frozen=True)
 class RenderCache:
+    """Renders kept in `directory`, pruned to `max_bytes` (least recently used first)."""
+
     directory: Path
+    max_bytes: int = DEFAULT_MAX_BYTES
 
     @staticmethod
     def key(*parts: Any) -> str:
@@ -108,7 +95,7 @@ class RenderCache:
 
     def _prune(self) -> None:
         """Remove the least recently used entries while the cache is over its size bound."""
-        limit = _max_bytes()
+        limit = self.max_bytes
         with _prune_lock:
             files = []
             total = 0
@@ -194,9 +181,11 @@ _STALE_SECONDS = 3600
 class TreeCache:
     """Exported trees of commits, reused by later runs (a commit's files never change), so a
     second `--all` neither writes nor deletes the repository's files. A tree is complete once
-    renamed into place; nothing ever writes into it (edited builds run on copies)."""
+    renamed into place; nothing ever writes into it (edited builds run on copies). A tree
+    bigger than a quarter of `max_bytes` (the render cache's bound) is not kept."""
 
     directory: Path
+    max_bytes: int = DEFAULT_MAX_BYTES
 
     def _root(self) -> Path:
         return self.directory / "trees"
@@ -220,7 +209,7 @@ class TreeCache:
         try:
             _private(self.directory)
             root.mkdir(parents=True, exist_ok=True)
-            if size > _max_bytes() // 4:
+            if size > self.max_bytes // 4:
                 return None
             scratch = Path(tempfile.mkdtemp(dir=root, prefix=".tmp-"))
         except OSError:

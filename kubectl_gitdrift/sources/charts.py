@@ -65,9 +65,25 @@ from urllib.parse import urlsplit
 import yaml
 
 from kubectl_gitdrift.errors import SourceError
+from kubectl_gitdrift.settings import INSECURE_ENV
 from kubectl_gitdrift.sources import process
+from kubectl_gitdrift.sources.chart_credentials import (
+    helm_environment,
+    permitted_credentials,
+    repository_entry,
+    write_repositories,
+)
+from kubectl_gitdrift.sources.chart_deps import (
+    copy_local,
+    dependencies,
+    dependency_aliases,
+    dependency_repo,
+    for_policy,
+    keep_built,
+    merge_charts,
+    repo_name,
+)
 
-INSECURE_ENV = "KUBECTL_GITDRIFT_INSECURE_REGISTRIES"
 PULL_TIMEOUT = 120.0
 """Seconds one `helm pull`, `helm repo update` or `helm dependency build` may run."""
 MAX_EXTRACTED = 256 * 1024 * 1024
@@ -220,22 +236,26 @@ def policy_for(
     return None
 
 
-def insecure_hosts() -> frozenset[str]:
-    raw = os.environ.get(INSECURE_ENV, "")
-    return frozenset(h.strip().lower() for h in raw.split(",") if h.strip())
-
-
 class Charts:
     """Pulls charts and builds dependencies for one run; safe to use from several threads.
-    `directory` is the cache directory (None: keep nothing, work in `workdir`)."""
+    `directory` is the cache directory (None: keep nothing, work in `workdir`); `insecure`
+    the registry hosts (lower case, `host[:port]`) that may be reached over plain HTTP
+    (Settings.insecure_registries)."""
 
     def __init__(
-        self, directory: Path | None, workdir: Path, helm: str, *, offline: bool = False
+        self,
+        directory: Path | None,
+        workdir: Path,
+        helm: str,
+        *,
+        offline: bool = False,
+        insecure: frozenset[str] = frozenset(),
     ) -> None:
         self.directory = directory
         self.workdir = workdir
         self.helm = helm
         self.offline = offline  # --offline: only what the cache holds
+        self.insecure = insecure
 
     # ------------------------------------------------------------------ pulling a chart
 
@@ -304,14 +324,14 @@ class Charts:
                 args = ["pull", f"{source.ref}@{version}", "--destination", str(out)]
             else:
                 args = ["pull", source.ref, "--version", version, "--destination", str(out)]
-            if source.host in insecure_hosts():
+            if source.host in self.insecure:
                 args.append("--plain-http")
             self._helm(args, scratch, what)
         else:
-            entry = _repository_entry(source.ref, name="gitdrift")
+            entry = repository_entry(source.ref, name="gitdrift")
             if pass_credentials:
                 entry["pass_credentials_all"] = True
-            _write_repositories(scratch, [entry])
+            write_repositories(scratch, [entry])
             self._helm(["repo", "update", "gitdrift"], scratch, what)
             args = ["pull", f"gitdrift/{source.chart}", "--version", version, "-d", str(out)]
             self._helm(args, scratch, what)
@@ -335,15 +355,15 @@ class Charts:
         """A copy of the chart at `chart_dir` with every dependency in `charts/`, as `helm
         dependency build` leaves it. `revision` is the commit the tree is at, or the pulled
         chart's digest (None: the working tree; nothing is cached)."""
-        deps = _dependencies(chart_dir)
+        deps = dependencies(chart_dir)
         local = [d for d in deps if str(d.get("repository") or "").startswith("file://")]
         repos: list[str] = []  # in the order the chart declares them (as Argo CD lists them)
         for dep in deps:
-            url = _dependency_repo(dep)
+            url = dependency_repo(dep)
             if url is not None and not url.startswith("file://") and url not in repos:
                 repos.append(url)
-        aliases = _aliases(deps)
-        denied = [r for r in repos if policy is not None and not policy.permits(_for_policy(r))]
+        aliases = dependency_aliases(deps)
+        denied = [r for r in repos if policy is not None and not policy.permits(for_policy(r))]
         files = [
             (name, (chart_dir / name).read_bytes())
             for name in ("Chart.yaml", "Chart.lock", "requirements.yaml", "requirements.lock")
@@ -381,33 +401,33 @@ class Charts:
                     work = scratch / "tree" / display
                     shutil.copytree(chart_dir, work, symlinks=False)
                     for dep in local:  # file:// dependencies keep their place beside the chart
-                        _copy_local(dep, chart_dir, tree, scratch / "tree", display, what)
+                        copy_local(dep, chart_dir, tree, scratch / "tree", display, what)
                     entries = [
-                        _repository_entry(
+                        repository_entry(
                             url,
-                            name=_repo_name(url),
-                            credentials=policy is None or policy.permits(_for_policy(url)),
+                            name=repo_name(url),
+                            credentials=policy is None or policy.permits(for_policy(url)),
                         )
                         for url in repos
                         if not url.startswith("oci://")
                     ]
                     for alias, url in aliases.items():
-                        entry = _repository_entry(
+                        entry = repository_entry(
                             url,
                             name=alias,
-                            credentials=policy is None or policy.permits(_for_policy(url)),
+                            credentials=policy is None or policy.permits(for_policy(url)),
                         )
                         entries = [e for e in entries if e["url"] != entry["url"]] + [entry]
                     for entry in entries:
                         if pass_credentials:
                             entry["pass_credentials_all"] = True
-                    _write_repositories(scratch, entries)
+                    write_repositories(scratch, entries)
                     oci = [r for r in repos if r.startswith("oci://")]
                     args = ["dependency", "build", str(work)]
-                    if any(urlsplit(r).netloc.lower() in insecure_hosts() for r in oci):
+                    if any(urlsplit(r).netloc.lower() in self.insecure for r in oci):
                         args.append("--plain-http")  # helm: one setting for the whole build
                     overrides = (
-                        _permitted_credentials(scratch, [r for r in oci if r not in denied])
+                        permitted_credentials(scratch, [r for r in oci if r not in denied])
                         if denied
                         else {}
                     )
@@ -417,20 +437,20 @@ class Charts:
                         if denied and policy is not None:
                             raise SourceError(
                                 f"{what}: helm repos "
-                                f"{', '.join(redact(_for_policy(r)) for r in denied)} "
+                                f"{', '.join(redact(for_policy(r)) for r in denied)} "
                                 f"are not permitted in project '{policy.project}'",
                                 hint="add them to the AppProject's spec.sourceRepos, or vendor "
                                 "the dependencies in charts/",
                             ) from exc
                         raise
                     staging = self._staging()
-                    _keep_built(work / "charts", chart_dir / "charts", staging / "entry" / "charts")
+                    keep_built(work / "charts", chart_dir / "charts", staging / "entry" / "charts")
                 cached = self._keep_charts(key, staging) if key is not None else None
-                _merge_charts(cached or staging / "entry" / "charts", built / "charts", deps)
+                merge_charts(cached or staging / "entry" / "charts", built / "charts", deps)
                 if cached is not None or key is None:
                     shutil.rmtree(staging, ignore_errors=True)
                 return built
-            _merge_charts(cached, built / "charts", deps)
+            merge_charts(cached, built / "charts", deps)
         return built
 
     # ------------------------------------------------------------------ internals
@@ -443,7 +463,7 @@ class Charts:
         *,
         overrides: Mapping[str, str] | None = None,
     ) -> None:
-        env = {**_environment(scratch), **(overrides or {})}
+        env = {**helm_environment(scratch), **(overrides or {})}
         proc = process.run_tool(
             [self.helm, *args],
             cwd=scratch,
@@ -621,127 +641,6 @@ def _glob(pattern: str, value: str) -> bool:
     return re.fullmatch("".join(out), value) is not None
 
 
-def _for_policy(url: str) -> str:
-    """How Argo CD names a dependency repository when it checks sourceRepos: OCI ones without
-    their `oci://` (getHelmDependencyRepos trims it)."""
-    return url.removeprefix("oci://")
-
-
-def _helm_config_home() -> Path:
-    explicit = os.environ.get("HELM_CONFIG_HOME", "").strip()
-    if explicit:
-        return Path(explicit)
-    xdg = os.environ.get("XDG_CONFIG_HOME", "").strip()
-    return (Path(xdg) if xdg else Path.home() / ".config") / "helm"
-
-
-def _user_registry_config() -> Path:
-    explicit = os.environ.get("HELM_REGISTRY_CONFIG", "").strip()
-    return Path(explicit) if explicit else _helm_config_home() / "registry" / "config.json"
-
-
-def _user_repositories() -> list[dict[str, Any]]:
-    explicit = os.environ.get("HELM_REPOSITORY_CONFIG", "").strip()
-    path = Path(explicit) if explicit else _helm_config_home() / "repositories.yaml"
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError, UnicodeDecodeError):
-        return []
-    repos = data.get("repositories") if isinstance(data, Mapping) else None
-    return [dict(r) for r in repos or [] if isinstance(r, Mapping) and r.get("url")]
-
-
-def _same_url(a: str, b: str) -> bool:
-    return a.strip().rstrip("/") == b.strip().rstrip("/")
-
-
-_ENTRY_FIELDS = (
-    "username",
-    "password",
-    "certFile",
-    "keyFile",
-    "caFile",
-    "insecure_skip_tls_verify",
-    "pass_credentials_all",
-)
-
-
-def _repository_entry(url: str, *, name: str, credentials: bool = True) -> dict[str, Any]:
-    """A repositories.yaml entry for `url`, with the user's own credentials for it."""
-    entry: dict[str, Any] = {"name": name, "url": url.rstrip("/")}
-    if credentials:
-        for repo in _user_repositories():
-            if _same_url(str(repo.get("url")), url):
-                entry.update({k: repo[k] for k in _ENTRY_FIELDS if repo.get(k)})
-                break
-    return entry
-
-
-def _write_repositories(scratch: Path, entries: list[dict[str, Any]]) -> None:
-    """A private repositories.yaml (it may hold the user's credentials: owner-only)."""
-    path = scratch / "repositories.yaml"
-    text = yaml.safe_dump(
-        {"apiVersion": "", "generated": "0001-01-01T00:00:00Z", "repositories": entries},
-        sort_keys=True,
-    )
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8") as handle:
-        handle.write(text)
-
-
-def _permitted_credentials(scratch: Path, permitted: Sequence[str]) -> dict[str, str]:
-    """Registry credentials for the hosts of `permitted` OCI repositories only (the repo-server
-    only gets the credentials of repositories the project permits): the user's helm registry
-    config and docker config (helm's fallback), each filtered, as environment overrides."""
-    hosts = {urlsplit(r).netloc.lower() for r in permitted}
-    docker_dir = os.environ.get("DOCKER_CONFIG", "").strip()
-    docker = Path(docker_dir) if docker_dir else Path.home() / ".docker"
-    (scratch / "docker").mkdir(mode=0o700)
-    _write_filtered(_user_registry_config(), scratch / "registry.json", hosts)
-    _write_filtered(docker / "config.json", scratch / "docker" / "config.json", hosts)
-    return {
-        "HELM_REGISTRY_CONFIG": str(scratch / "registry.json"),
-        "DOCKER_CONFIG": str(scratch / "docker"),
-    }
-
-
-def _write_filtered(source: Path, dest: Path, hosts: set[str]) -> None:
-    try:
-        data = json.loads(source.read_bytes())
-    except (OSError, ValueError):
-        data = {}
-    kept: dict[str, Any] = {}
-    for name in ("auths", "credHelpers"):
-        value = data.get(name) if isinstance(data, dict) else None
-        if isinstance(value, dict):
-            kept[name] = {h: v for h, v in value.items() if str(h).lower() in hosts}
-    store = data.get("credsStore") if isinstance(data, dict) else None
-    if store and hosts:  # a global helper: only for the permitted hosts
-        kept["credHelpers"] = {**{h: store for h in sorted(hosts)}, **kept.get("credHelpers", {})}
-    fd = os.open(dest, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8") as handle:
-        json.dump(kept, handle)
-
-
-def _environment(scratch: Path) -> dict[str, str]:
-    """helm's environment: the user's HOME, TLS settings and registry config (and docker's, as
-    helm falls back to it), a private repositories.yaml, repository cache and plugin
-    directory."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("HELM_") and k != "KUBECONFIG"}
-    env.update(
-        LC_ALL="C",
-        HELM_CONFIG_HOME=str(scratch / "config"),
-        HELM_CACHE_HOME=str(scratch / "cache"),
-        HELM_DATA_HOME=str(scratch / "data"),
-        HELM_PLUGINS=str(scratch / "plugins"),
-        HELM_REPOSITORY_CONFIG=str(scratch / "repositories.yaml"),
-        HELM_REPOSITORY_CACHE=str(scratch / "repository"),
-        HELM_REGISTRY_CONFIG=str(_user_registry_config()),
-        KUBECONFIG=os.devnull,
-    )
-    return env
-
-
 # An HTTP status as its own number: not part of a port (127.0.0.1:40121), a digest or a version.
 _STATUS_401 = r"(?<![\w:.])401(?![\w.])"
 _STATUS_403 = r"(?<![\w:.])403(?![\w.])"
@@ -823,126 +722,3 @@ def _unpack(archive: Path, entry: Path, what: str) -> Pulled:
         meta = None
     version = str(meta.get("version") or "") if isinstance(meta, Mapping) else ""
     return Pulled(tops[0], version, digest)
-
-
-def _dependencies(chart_dir: Path) -> list[Mapping[str, Any]]:
-    deps: Any = None
-    for name in ("Chart.yaml", "requirements.yaml"):  # requirements.yaml: apiVersion v1
-        try:
-            data = yaml.safe_load((chart_dir / name).read_text(encoding="utf-8"))
-        except (OSError, yaml.YAMLError, UnicodeDecodeError):
-            continue
-        if isinstance(data, Mapping) and data.get("dependencies"):
-            deps = data.get("dependencies")
-            break
-    return [d for d in deps or [] if isinstance(d, Mapping)]
-
-
-def _dependency_repo(dep: Mapping[str, Any]) -> str | None:
-    """The repository URL of a dependency (aliases resolved through the user's
-    repositories.yaml), or None for one vendored without a repository."""
-    repo = str(dep.get("repository") or "").strip()
-    if not repo:
-        return None
-    alias = _alias_name(repo)
-    if alias is None:
-        return repo
-    for entry in _user_repositories():
-        if entry.get("name") == alias:
-            return str(entry["url"])
-    raise SourceError(
-        f"helm dependency {dep.get('name')}: repository {repo} names a repository that is not "
-        "in your helm repositories.yaml",
-        hint=f"add it: helm repo add {alias} URL",
-    )
-
-
-def _alias_name(repo: str) -> str | None:
-    if repo.startswith("@"):
-        return repo[1:]
-    if repo.startswith("alias:"):
-        return repo[len("alias:") :]
-    return None
-
-
-def _aliases(deps: Sequence[Mapping[str, Any]]) -> dict[str, str]:
-    out = {}
-    for dep in deps:
-        alias = _alias_name(str(dep.get("repository") or "").strip())
-        if alias is not None:
-            url = _dependency_repo(dep)
-            if url is not None:
-                out[alias] = url
-    return out
-
-
-def _repo_name(url: str) -> str:
-    """Argo CD's sanitizeRepoName: the URL with `/` replaced."""
-    return url.replace("/", "-")
-
-
-def _copy_local(
-        dep: Mapping[str, Any], chart_dir: Path, tree: Path, dest_tree: Path, display: str,
-        what: str,
-) -> None:  # fmt: skip
-    raw = str(dep.get("repository"))[len("file://") :]
-    source = Path(os.path.normpath(chart_dir / raw))
-    if not source.is_relative_to(tree) or not source.resolve().is_relative_to(tree.resolve()):
-        raise SourceError(f"{what}: dependency {dep.get('name')} ({raw}) is outside the repository")
-    if not source.is_dir():
-        raise SourceError(f"{what}: dependency {dep.get('name')}: {raw} is not a directory")
-    target = dest_tree / source.relative_to(tree)
-    if not target.exists():
-        shutil.copytree(source, target, symlinks=False)
-
-
-def _keep_built(charts: Path, vendored: Path, dest: Path) -> None:
-    """Copy to `dest` the archives `helm dependency build` left in `charts` that are not the
-    chart's own (`vendored`, as committed): what the build downloaded or packaged."""
-    dest.mkdir(parents=True)
-    for item in sorted(charts.iterdir()):
-        if not item.is_file() or item.is_symlink():
-            continue  # directories are the chart's own: helm never moves them
-        own = vendored / item.name
-        if own.is_file() and own.read_bytes() == item.read_bytes():
-            continue
-        shutil.copyfile(item, dest / item.name)
-
-
-def _merge_charts(charts: Path, dest: Path, deps: Sequence[Mapping[str, Any]]) -> None:
-    """Put the built archives `charts` into the chart's `dest` (its charts/) as helm's
-    safeMoveDeps does: they replace files of the same name, and every other chart archive is
-    an outdated dependency and deleted, except those of dependencies without a repository
-    (vendored by hand); directories and files that are not charts stay."""
-    dest.mkdir(parents=True, exist_ok=True)
-    built = {item.name for item in charts.iterdir()}
-    local = {str(d.get("name")) for d in deps if not str(d.get("repository") or "").strip()}
-    for item in sorted(dest.iterdir()):
-        if item.name in built or not item.is_file() or item.is_symlink():
-            continue
-        name = _archive_chart_name(item)
-        if name is not None and name not in local:
-            item.unlink()
-    for item in sorted(charts.iterdir()):
-        shutil.copyfile(item, dest / item.name)
-
-
-def _archive_chart_name(path: Path) -> str | None:
-    """The name in a chart archive's Chart.yaml; None when `path` is no chart archive (as
-    helm's loader.LoadFile fails on it)."""
-    import tarfile  # only a vendored chart archive is read: most runs never need it
-
-    try:
-        with tarfile.open(path, "r:gz") as tar:
-            for member in tar:
-                parts = member.name.lstrip("./").split("/")
-                if len(parts) == 2 and parts[1] == "Chart.yaml" and member.isfile():
-                    handle = tar.extractfile(member)
-                    if handle is None or member.size > 1024 * 1024:
-                        return None
-                    meta = yaml.safe_load(handle.read())
-                    name = meta.get("name") if isinstance(meta, Mapping) else None
-                    return str(name) if name else None
-    except (tarfile.TarError, OSError, EOFError, yaml.YAMLError, UnicodeDecodeError):
-        return None
-    return None

@@ -1,9 +1,10 @@
 """Config management plugin sources: run the plugin's own commands, as Argo CD's sidecar does.
 
-A plugin is a `ConfigManagementPlugin` definition (the sidecar's plugin.yaml): from the
-`argocd-cmp-cm` ConfigMap (in the snapshot, or read from the cluster with --allow-plugins), or
-from `--cmp FILE`. Rendering follows Argo CD's cmpserver/plugin/plugin.go and the repo-server's
-runConfigManagementPluginSidecars (reposerver/repository/repository.go):
+A plugin is a `ConfigManagementPlugin` definition (the sidecar's plugin.yaml, read by
+sources/cmp_defs.py): from the `argocd-cmp-cm` ConfigMap (in the snapshot, or read from the
+cluster with --allow-plugins), or from `--cmp FILE`. Rendering follows Argo CD's
+cmpserver/plugin/plugin.go and the repo-server's runConfigManagementPluginSidecars
+(reposerver/repository/repository.go):
 
 - which plugin: `plugin.name` names `<metadata.name>-<spec.version>` (or `<metadata.name>` when
   it has no version); a named plugin whose discovery rules are set must also match the source.
@@ -31,114 +32,57 @@ import glob
 import json
 import os
 import re
-import shlex
 import shutil
 import tempfile
 import time
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from kubectl_gitdrift import yamlio
-from kubectl_gitdrift.errors import SourceError, UsageError
+from kubectl_gitdrift.errors import SourceError
 from kubectl_gitdrift.model import Manifest, ObjectKey
-from kubectl_gitdrift.sources import directory, process
-from kubectl_gitdrift.sources.kustomize import TIMEOUT_ENV, envsubst, kustomize_timeout
+from kubectl_gitdrift.settings import KUSTOMIZE_TIMEOUT_ENV, Settings
+from kubectl_gitdrift.sources import process
+from kubectl_gitdrift.sources.buildenv import envsubst
+from kubectl_gitdrift.sources.cache import CacheMiss
+from kubectl_gitdrift.sources.cmp_defs import CMP_CONFIGMAP, Command, Plugin
+from kubectl_gitdrift.sources.context import RenderContext
+from kubectl_gitdrift.sources.globs import filepath_glob
 
-CMP_CONFIGMAP = "argocd-cmp-cm"
-KIND = "ConfigManagementPlugin"
 OUTPUT_LIMIT = yamlio.MAX_BYTES
 ALLOW_HINT = (
     "pass --allow-plugins to run it on this machine, or --cmp FILE with a definition you trust"
 )
 
 
-@dataclass(frozen=True, slots=True)
-class Command:
-    command: tuple[str, ...]
-    args: tuple[str, ...] = ()
+class Plugins:
+    """The config management plugin renderer: the plugin `select` picks for the source (its
+    `plugin:` block names it, or discovery finds it), its init and generate commands run by
+    `generate`."""
 
-    @property
-    def argv(self) -> list[str]:
-        return [*self.command, *self.args]
-
-    @property
-    def text(self) -> str:
-        return shlex.join(self.argv)
-
-
-@dataclass(frozen=True, slots=True)
-class Plugin:
-    """One ConfigManagementPlugin definition."""
-
-    name: str  # metadata.name
-    version: str
-    generate: Command
-    init: Command | None = None
-    discover_file_name: str = ""
-    discover_glob: str = ""
-    discover_command: Command | None = None
-    origin: str = ""  # where the definition came from, for messages
-    trusted: bool = False  # named on the command line (--cmp FILE)
-    preserve_file_mode: bool = False  # spec.preserveFileMode: the repository's modes, +x kept
-
-    @property
-    def full_name(self) -> str:
-        """What `plugin.name` names, and the sidecar's socket name: `<name>-<version>`."""
-        return f"{self.name}-{self.version}" if self.version else self.name
-
-    @property
-    def has_discovery(self) -> bool:
-        return bool(self.discover_file_name or self.discover_glob or self.discover_command)
-
-
-def from_configmap(body: Mapping[str, Any], errors: list[str] | None = None) -> list[Plugin]:
-    """The plugin definitions in an `argocd-cmp-cm` ConfigMap (one per data key). The
-    ConfigMap is mounted into the sidecars as files, so other keys (a script the plugin runs)
-    are not YAML or not a ConfigManagementPlugin: they are left alone. A broken definition
-    (no name, no generate command) is a sidecar that would not start: with `errors` it is left
-    out and its error appended there, so other sources still render."""
-    data = body.get("data")
-    if not isinstance(data, Mapping):
-        return []
-    namespace = (body.get("metadata") or {}).get("namespace") or "argocd"
-    out: list[Plugin] = []
-    for key in sorted(data):
-        text = data[key]
-        if not isinstance(text, str):
-            continue
-        where = f"{CMP_CONFIGMAP} ({namespace}) {key}"
-        try:
-            docs = yamlio.load_any(text, where)
-        except SourceError:
-            continue
-        for doc in docs:
-            if not (isinstance(doc, Mapping) and doc.get("kind") == KIND):
-                continue
-            try:
-                out.append(_plugin(doc, where, trusted=False))
-            except SourceError as exc:
-                if errors is None:
-                    raise
-                errors.append(exc.message)
-    return out
-
-
-def from_file(path: Path) -> list[Plugin]:
-    """The plugin definitions in a plugin.yaml given with --cmp (trusted: named by the user)."""
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise UsageError(f"--cmp {path}: {exc.strerror}") from None
-    plugins = [
-        _plugin(doc, f"--cmp {path}", trusted=True)
-        for doc in yamlio.load_documents(data, f"--cmp {path}", error=UsageError)
-        if doc.get("kind") == KIND
-    ]
-    if not plugins:
-        raise UsageError(f"--cmp {path}: no {KIND} in the file")
-    return plugins
+    def render(self, ctx: RenderContext) -> list[Manifest]:
+        if ctx.cached_only:
+            raise CacheMiss(ctx.path)
+        conf = ctx.config
+        plugin = select(
+            conf.plugins, ctx.options, ctx.app_dir,
+            plugin_env(ctx.options, ctx.env, conf.kube_version, conf.api_versions),
+            conf.allow_plugins, ctx.path, conf.broken_plugins, tree=ctx.tree,
+            workdir=ctx.workdir, settings=ctx.settings,
+        )  # fmt: skip
+        return generate(
+            plugin,
+            tree=ctx.tree,
+            app_path=ctx.path,
+            options=ctx.options,
+            build_env=ctx.env,
+            workdir=ctx.workdir,
+            allow=conf.allow_plugins,
+            kube_version=conf.kube_version,
+            api_versions=conf.api_versions,
+            settings=ctx.settings,
+        )
 
 
 def discover(
@@ -150,10 +94,13 @@ def discover(
     tree: Path | None = None,
     workdir: Path | None = None,
     display: str = "",
+    settings: Settings | None = None,
 ) -> Plugin | None:
     """The plugin that claims a source with no explicit type, as Argo CD's discovery does.
     `app_dir` is inside `tree` (the repository; default `app_dir`): a `find.command` runs on
-    a copy of it in `workdir`, as the sidecar runs it on the copy it is sent."""
+    a copy of it in `workdir`, as the sidecar runs it on the copy it is sent, under the
+    kustomize time-out of `settings` (default: this process's environment, read now)."""
+    settings = settings or Settings.from_environ()
     # the sidecars' sockets, `<full name>.sock`, as os.ReadDir lists them (by file name:
     # `a-v1.sock` sorts before `a.sock`)
     candidates = sorted(
@@ -162,7 +109,7 @@ def discover(
     )
     with _Copies(tree or app_dir, app_dir, workdir) as copies:
         for plugin in candidates:
-            if _matches(plugin, app_dir, env, allow, copies, display):
+            if _matches(plugin, app_dir, env, allow, copies, display, settings):
                 return plugin
     return None
 
@@ -178,6 +125,7 @@ def select(
     *,
     tree: Path | None = None,
     workdir: Path | None = None,
+    settings: Settings | None = None,
 ) -> Plugin:
     """The plugin that renders a `plugin:` source (`broken`: definitions that were left out,
     named when no plugin is found). `env` is what the repo-server sends the sidecar for
@@ -208,15 +156,18 @@ def select(
             )
         plugin = named[-1]
         matched = discover(
-            [plugin], app_dir, env, allow, tree=tree, workdir=workdir, display=display
-        )
+            [plugin], app_dir, env, allow, tree=tree, workdir=workdir, display=display,
+            settings=settings,
+        )  # fmt: skip
         if plugin.has_discovery and matched is None:
             raise SourceError(
                 f"source path {display}: config management plugin {name} does not support "
                 "this source (its discovery rules do not match)"
             )
         return plugin
-    found = discover(plugins, app_dir, env, allow, tree=tree, workdir=workdir, display=display)
+    found = discover(
+        plugins, app_dir, env, allow, tree=tree, workdir=workdir, display=display, settings=settings
+    )
     if found is None:
         raise SourceError(
             f"source path {display}: no config management plugin supports this source "
@@ -236,18 +187,24 @@ def generate(
     allow: bool,
     kube_version: str = "",
     api_versions: Sequence[str] = (),
+    settings: Settings | None = None,
 ) -> list[Manifest]:
-    """Run `plugin`'s init and generate commands on a copy of `tree`; the objects generate
-    prints."""
+    """Run `plugin`'s init and generate commands on a copy of `tree`, both within the kustomize
+    time-out of `settings` (default: this process's environment, read now); the objects
+    generate prints."""
+    settings = settings or Settings.from_environ()
     display = app_path.strip("/") or "."
     _check_allowed(plugin, allow, display)
     env = plugin_env(options, build_env, kube_version, api_versions)
     with _Copies(tree, tree if display == "." else tree / display, workdir) as copies:
         repo, app_dir = copies.get(plugin.preserve_file_mode)
-        deadline = time.monotonic() + kustomize_timeout()
+        budget = settings.kustomize_timeout()
+        deadline = time.monotonic() + budget
         if plugin.init is not None:
-            _run(plugin, "init", plugin.init, app_dir, env, deadline, repo, display)
-        out = _run(plugin, "generate", plugin.generate, app_dir, env, deadline, repo, display)
+            _run(plugin, "init", plugin.init, app_dir, env, deadline, repo, display, budget)
+        out = _run(
+            plugin, "generate", plugin.generate, app_dir, env, deadline, repo, display, budget
+        )
     where = f"config management plugin {plugin.full_name} output"
     return [
         Manifest(key=ObjectKey.of(body), body=body, origin=None)
@@ -304,53 +261,14 @@ def parameter_env(parameters: Iterable[Any]) -> dict[str, str]:
 # --------------------------------------------------------------------------- internals
 
 
-def _plugin(doc: Mapping[str, Any], where: str, *, trusted: bool) -> Plugin:
-    """ValidatePluginConfig: kind, metadata.name and a generate command are required."""
-    if doc.get("kind") != KIND:
-        raise SourceError(f"{where}: kind should be {KIND}, found {doc.get('kind')!r}")
-    metadata = doc.get("metadata") if isinstance(doc.get("metadata"), Mapping) else {}
-    name = str((metadata or {}).get("name") or "")
-    if not name:
-        raise SourceError(f"{where}: {KIND} metadata.name should be non-empty")
-    spec = doc.get("spec") if isinstance(doc.get("spec"), Mapping) else {}
-    spec = spec or {}
-    generate = _command(spec.get("generate"), f"{where}: {name} spec.generate")
-    if generate is None:
-        raise SourceError(f"{where}: {KIND} {name}: spec.generate command should be non-empty")
-    discover = spec.get("discover") if isinstance(spec.get("discover"), Mapping) else {}
-    discover = discover or {}
-    find = discover.get("find") if isinstance(discover.get("find"), Mapping) else {}
-    find = find or {}
-    return Plugin(
-        name=name,
-        version=str(spec.get("version") or ""),
-        generate=generate,
-        init=_command(spec.get("init"), f"{where}: {name} spec.init"),
-        discover_file_name=str(discover.get("fileName") or ""),
-        discover_glob=str(find.get("glob") or ""),
-        discover_command=_command(find, f"{where}: {name} spec.discover.find"),
-        origin=where,
-        trusted=trusted,
-        preserve_file_mode=spec.get("preserveFileMode") is True,
-    )
-
-
-def _command(raw: Any, where: str) -> Command | None:
-    if not isinstance(raw, Mapping) or not raw.get("command"):
-        return None
-    command, args = raw.get("command"), raw.get("args") or []
-    if not isinstance(command, list) or not isinstance(args, list):
-        raise SourceError(f"{where}: command and args must be lists of strings")
-    return Command(tuple(str(c) for c in command), tuple(str(a) for a in args))
-
-
 def _matches(
     plugin: Plugin,
     app_dir: Path,
     env: Mapping[str, str],
     allow: bool,
     copies: _Copies,
-    display: str = "",
+    display: str,
+    settings: Settings,
 ) -> bool:
     """matchRepository: fileName, else find.glob, else find.command (exits 0 and prints
     anything)."""
@@ -359,14 +277,14 @@ def _matches(
         pattern = str(app_dir.absolute() / plugin.discover_file_name)
         return bool(glob.glob(pattern, include_hidden=True))  # noqa: PTH207 - not recursive
     if plugin.discover_glob:
-        return bool(directory.filepath_glob(str(app_dir.absolute() / plugin.discover_glob)))
+        return bool(filepath_glob(str(app_dir.absolute() / plugin.discover_glob)))
     if plugin.discover_command is not None:
         _check_allowed(plugin, allow, display, what="discovers sources by running")
         proc = process.run_bounded(
             plugin.discover_command.argv,
             cwd=copies.get(plugin.preserve_file_mode)[1],
             env={**os.environ, **env},
-            timeout=kustomize_timeout(),
+            timeout=settings.kustomize_timeout(),
             what=f"config management plugin {plugin.full_name} discover.find.command",
             limit=OUTPUT_LIMIT,
         )
@@ -467,6 +385,7 @@ def _run(
     deadline: float,
     repo: Path,
     display: str,
+    budget: float,
 ) -> bytes:
     what = f"source path {display}: config management plugin {plugin.full_name} {phase}"
     remaining = max(deadline - time.monotonic(), 0.001)
@@ -477,8 +396,8 @@ def _run(
         timeout=remaining,
         what=what,
         limit=OUTPUT_LIMIT,
-        hint=f"raise {TIMEOUT_ENV} if the plugin needs longer",
-        budget=kustomize_timeout(),
+        hint=f"raise {KUSTOMIZE_TIMEOUT_ENV} if the plugin needs longer",
+        budget=budget,
     )
     if proc.returncode != 0:
         raise SourceError(

@@ -4,7 +4,7 @@ From argocd-cm (util/settings GetKustomizeSettings): `kustomize.buildOptions` (f
 `kustomize build`, e.g. `--enable-helm`), and the kustomize versions it registers
 (`kustomize.version.<v>` or `kustomize.path.<v>`); an Application naming another
 `kustomize.version` fails in Argo CD ("kustomize version <v> is not registered"). From
-argocd-cmp-cm and `--cmp FILE`: config management plugin definitions (sources/cmp.py), and
+argocd-cmp-cm and `--cmp FILE`: config management plugin definitions (sources/cmp_defs.py), and
 whether running them is allowed (`--allow-plugins`).
 """
 
@@ -17,10 +17,10 @@ from pathlib import Path
 from typing import Any
 
 from kubectl_gitdrift.errors import SourceError
-from kubectl_gitdrift.sources import cmp
+from kubectl_gitdrift.sources import cmp_defs
 
 BUILD_OPTIONS_KEY = "kustomize.buildOptions"
-CMP_CONFIGMAP = cmp.CMP_CONFIGMAP
+CMP_CONFIGMAP = cmp_defs.CMP_CONFIGMAP
 _VERSION_PREFIXES = ("kustomize.version.", "kustomize.path.")
 _EXEC_FLAGS = ("--enable-alpha-plugins", "--enable-exec", "--enable-star")
 _ENABLE_KEYS = {"kustomize.enable": "kustomize", "helm.enable": "helm", "jsonnet.enable": "jsonnet"}
@@ -31,7 +31,7 @@ class RenderConfig:
     kustomize_build_options: tuple[str, ...] = ()
     kustomize_versions: frozenset[str] = frozenset()
     argocd_cm_read: bool = False  # False: Argo CD's defaults (no argocd-cm seen)
-    plugins: tuple[cmp.Plugin, ...] = ()
+    plugins: tuple[cmp_defs.Plugin, ...] = ()
     allow_plugins: bool = False
     # argocd-cm `kustomize.enable`/`helm.enable`/`jsonnet.enable: "false"` (GetEnabledSourceTypes):
     # such sources are read as plain YAML, and jsonnet files are skipped
@@ -94,7 +94,7 @@ def of(
     versions: set[str] = set()
     read = False
     disabled: set[str] = set()
-    plugins: list[cmp.Plugin] = []
+    plugins: list[cmp_defs.Plugin] = []
     broken: list[str] = []
     for body in configmaps:
         if body.get("kind") != "ConfigMap":
@@ -112,10 +112,10 @@ def of(
                 for prefix in _VERSION_PREFIXES:
                     if str(key).startswith(prefix) and len(str(key)) > len(prefix):
                         versions.add(str(key)[len(prefix) :])
-        elif name == cmp.CMP_CONFIGMAP:
-            plugins.extend(cmp.from_configmap(body, broken))
+        elif name == cmp_defs.CMP_CONFIGMAP:
+            plugins.extend(cmp_defs.from_configmap(body, broken))
     for path in cmp_files:
-        plugins.extend(cmp.from_file(path))  # named on the command line: these win
+        plugins.extend(cmp_defs.from_file(path))  # named on the command line: these win
     return RenderConfig(
         kustomize_build_options=build,
         kustomize_versions=frozenset(versions),

@@ -18,21 +18,54 @@ here it is an error naming the file (exclude it with `directory.exclude`).
 
 from __future__ import annotations
 
-import functools
+import dataclasses
 import os
-import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 from kubectl_gitdrift import yamlio
 from kubectl_gitdrift.errors import SourceError
 from kubectl_gitdrift.model import Manifest, ObjectKey
-from kubectl_gitdrift.sources import jsonnet as jsonnet_source
+from kubectl_gitdrift.sources import globs
+from kubectl_gitdrift.sources.context import RenderContext
 
+glob_match = globs.glob_match
+has_glob = globs.has_glob  # where tests/test_argocd_e2e_sources.py finds them
+filepath_glob = globs.filepath_glob
 SKIP_MARKER = b"+argocd:skip-file-rendering"
 MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
 _MANIFEST_MARKERS = (b"apiVersion:", b"kind:", b"metadata:")
+
+EvaluateJsonnet = Callable[[list[Path]], list[list[Manifest]]]
+"""Evaluates `*.jsonnet` files of a source: each file's objects, in order."""
+
+
+class Directory:
+    """The directory renderer: `collect`, read back from the render cache for a commit (its
+    files never change; the key holds everything else the objects depend on): parsing a
+    source's YAML is the longest part of a warm run of a directory app (400 files: 0.1 s, the
+    cached JSON 10 ms). A source with Jsonnet files to evaluate is not stored (the evaluator is
+    not part of the key); the working tree is never cached. Jsonnet files are evaluated by the
+    context's jsonnet renderer."""
+
+    def render(self, ctx: RenderContext) -> list[Manifest]:
+        jsonnet = ctx.jsonnet is not None
+        cache = ctx.cache if ctx.revision is not None else None
+        key = None
+        if cache is not None:
+            key = cache.key("directory", ctx.revision, ctx.path, ctx.options, ctx.env, jsonnet)
+            hit = cache.get(key)
+            if hit is not None:
+                return hit
+        objs = collect(
+            ctx.tree, ctx.path, ctx.options, ctx.env, jsonnet_enabled=jsonnet,
+            jsonnet=_jsonnet(ctx),
+        )  # fmt: skip
+        recurse = bool(ctx.options.get("recurse"))
+        if key is not None and cache is not None and not (jsonnet and _has_jsonnet(ctx, recurse)):
+            cache.put(key, objs)
+        return objs
 
 
 def collect(
@@ -42,11 +75,15 @@ def collect(
     env: Mapping[str, str] | None = None,
     *,
     jsonnet_enabled: bool = True,
+    jsonnet: EvaluateJsonnet | None = None,
 ) -> list[Manifest]:
     """The objects of the directory source at `tree/app_path`, origin = repo-relative file path.
 
-    `env` is Argo CD's build environment, substituted into jsonnet extVars and TLAs; without
-    `jsonnet_enabled` (argocd-cm `jsonnet.enable: "false"`) jsonnet files are skipped."""
+    `env` is Argo CD's build environment, substituted into jsonnet extVars and TLAs. `jsonnet`
+    evaluates the `*.jsonnet` files (the Directory renderer passes its context's jsonnet
+    renderer); without it, or without `jsonnet_enabled` (argocd-cm `jsonnet.enable: "false"`),
+    jsonnet files are skipped."""
+    evaluate = jsonnet if jsonnet_enabled else None
     options = options or {}
     display = app_path.strip("/") or "."
     app_dir = tree / app_path if display != "." else tree
@@ -54,17 +91,18 @@ def collect(
     include = str(options.get("include") or "")
     exclude = str(options.get("exclude") or "")
     no_filter = bool(options.get("disableExtensionFilter"))
-    jsonnet = options.get("jsonnet")
-    if jsonnet is not None and not isinstance(jsonnet, Mapping):
+    jsonnet_options = options.get("jsonnet")
+    if jsonnet_options is not None and not isinstance(jsonnet_options, Mapping):
         raise SourceError(
-            f"{display}: directory.jsonnet: mapping expected, got {yamlio.type_name(jsonnet)}"
+            f"{display}: directory.jsonnet: mapping expected, got "
+            f"{yamlio.type_name(jsonnet_options)}"
         )
 
     parts: list[list[Manifest] | Path] = []  # in walk order; a Path is a jsonnet file
     for path in _walk(app_dir, recurse):
         rel = path.relative_to(app_dir).as_posix()
         is_jsonnet = path.name.endswith(".jsonnet")
-        if is_jsonnet and not jsonnet_enabled:
+        if is_jsonnet and evaluate is None:
             continue
         if not no_filter and not is_jsonnet and not path.name.endswith(MANIFEST_SUFFIXES):
             continue
@@ -88,70 +126,32 @@ def collect(
             ]
         )
     files = [part for part in parts if isinstance(part, Path)]
-    evaluated = iter(jsonnet_source.evaluate_all(files, tree, app_dir, jsonnet, env or {}))
+    evaluated = iter(evaluate(files) if evaluate is not None and files else [])
     manifests: list[Manifest] = []
     for part in parts:
         manifests.extend(next(evaluated) if isinstance(part, Path) else part)
     return manifests
 
 
-def glob_match(pattern: str, text: str) -> bool:
-    """gobwas/glob without separators: `*`/`**` any run of characters (`/` included), `?` one
-    character, `[abc]`/`[!a-z]` classes, `{a,b}` alternatives, `\\` escapes."""
-    return _compile(pattern).fullmatch(text) is not None
-
-
-def has_glob(path: str) -> bool:
-    """Argo CD's isGlobPath: `*`, `?` or `[` (doublestar's metacharacters)."""
-    return any(c in path for c in "*?[")
-
-
-def filepath_glob(pattern: str) -> list[Path]:
-    """doublestar.FilepathGlob: the files matching the absolute `pattern` (`*`, `?`, `[…]`,
-    `{a,b}` within one path segment, `**` any number of directories), in its walk order (each
-    directory's own matches first, then its subdirectories, entries in lexical order)."""
-    parts = [p for p in Path(pattern).parts]
-    base = Path(parts[0])
-    segments = parts[1:]
-    while segments and not has_glob(segments[0]) and "{" not in segments[0]:
-        base = base / segments[0]
-        segments = segments[1:]
-    if not segments:
-        return [base] if base.is_file() else []
-    out: list[Path] = []
-    _glob_into(base, segments, out)
-    seen: set[Path] = set()
-    return [p for p in out if not (p in seen or seen.add(p))]  # type: ignore[func-returns-value]
-
-
 # --------------------------------------------------------------------------- internals
 
 
-def _glob_into(directory: Path, segments: Sequence[str], out: list[Path]) -> None:
-    if not directory.is_dir():
-        return
-    head, rest = segments[0], segments[1:]
-    try:
-        entries = sorted(os.scandir(directory), key=lambda e: e.name)
-    except OSError:
-        return
-    if head == "**":
-        if rest:
-            _glob_into(directory, rest, out)
-        else:
-            out.extend(Path(e.path) for e in entries if e.is_file())
-        for entry in entries:
-            if entry.is_dir(follow_symlinks=False):
-                _glob_into(Path(entry.path), segments, out)
-        return
-    for entry in entries:
-        if not _compile(head).fullmatch(entry.name):  # a name has no `/`: `*` stays in it
-            continue
-        if rest:
-            if entry.is_dir():
-                _glob_into(Path(entry.path), rest, out)
-        elif entry.is_file():
-            out.append(Path(entry.path))
+def _jsonnet(ctx: RenderContext) -> EvaluateJsonnet | None:
+    """The context's jsonnet renderer, over the files `collect` hands it."""
+    renderer = ctx.jsonnet
+    if renderer is None:
+        return None
+    return lambda files: renderer.render_each(dataclasses.replace(ctx, files=tuple(files)))
+
+
+def _has_jsonnet(ctx: RenderContext, recurse: bool) -> bool:
+    """A `*.jsonnet` file in the source directory (or under it, with `recurse`)."""
+    for _current, dirs, files in os.walk(ctx.app_dir):
+        if not recurse:
+            dirs.clear()
+        if any(name.endswith(".jsonnet") for name in files):
+            return True
+    return False
 
 
 def _file_objects(data: bytes, repo_rel: str, is_json: bool) -> list[dict[str, Any]]:
@@ -209,45 +209,3 @@ def _walk(app_dir: Path, recurse: bool) -> list[Path]:
 
 def _repo_rel(path: Path, tree: Path) -> str:
     return path.relative_to(tree).as_posix()
-
-
-@functools.lru_cache(maxsize=64)
-def _compile(pattern: str) -> re.Pattern[str]:
-    out: list[str] = []
-    depth = 0
-    i = 0
-    while i < len(pattern):
-        c = pattern[i]
-        if c == "\\" and i + 1 < len(pattern):
-            out.append(re.escape(pattern[i + 1]))
-            i += 2
-            continue
-        if c == "*":
-            while i + 1 < len(pattern) and pattern[i + 1] == "*":
-                i += 1
-            out.append(".*")
-        elif c == "?":
-            out.append(".")
-        elif c == "[":
-            end = pattern.find("]", i + 2)
-            if end == -1:
-                out.append(re.escape(c))
-            else:
-                body = pattern[i + 1 : end]
-                if body.startswith("!"):
-                    body = "^" + body[1:]
-                out.append("[" + body.replace("\\", "\\\\") + "]")
-                i = end
-        elif c == "{":
-            depth += 1
-            out.append("(?:")
-        elif c == "}" and depth:
-            depth -= 1
-            out.append(")")
-        elif c == "," and depth:
-            out.append("|")
-        else:
-            out.append(re.escape(c))
-        i += 1
-    out.extend(")" * depth)
-    return re.compile("".join(out), re.DOTALL)

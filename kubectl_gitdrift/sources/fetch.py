@@ -45,6 +45,7 @@ from pathlib import Path
 
 from kubectl_gitdrift.errors import GitDriftError, SourceError, UsageError
 from kubectl_gitdrift.model import Application, AppSource
+from kubectl_gitdrift.settings import FETCH_TIMEOUT_ENV, Settings
 from kubectl_gitdrift.sources import charts, git
 from kubectl_gitdrift.sources.cache import CacheMiss
 from kubectl_gitdrift.sources.render import (
@@ -54,10 +55,6 @@ from kubectl_gitdrift.sources.render import (
     _normalize_url,
     _top,
 )
-
-FETCH_TIMEOUT_ENV = "KUBECTL_GITDRIFT_FETCH_TIMEOUT"
-DEFAULT_FETCH_TIMEOUT = 300.0
-"""Seconds one network git command (ls-remote, fetch) may run."""
 
 _FULL_SHA = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 _SHORT_SHA = re.compile(r"[0-9a-f]{7,63}")
@@ -131,17 +128,6 @@ def check_roots(roots: Sequence[RepoRoot], *, local: bool) -> None:
         )
 
 
-def fetch_timeout() -> float:
-    raw = os.environ.get(FETCH_TIMEOUT_ENV, "").strip()
-    try:
-        value = float(raw) if raw else DEFAULT_FETCH_TIMEOUT
-    except ValueError:
-        raise UsageError(f"{FETCH_TIMEOUT_ENV}={raw!r}: expected a number of seconds") from None
-    if value <= 0:
-        raise UsageError(f"{FETCH_TIMEOUT_ENV}={raw!r}: expected a number of seconds above 0")
-    return value
-
-
 def mirror_key(url: str) -> str:
     """The mirror's directory name for `url`: readable, and one per repository however its URL
     is written (scheme, user, `.git`, scp form), with the path's case kept (two repositories
@@ -154,7 +140,9 @@ def mirror_key(url: str) -> str:
 class Repos:
     """Where each git source's files come from, for one run: a local clone given with
     `--repo-root` (for every source, or `URL=DIR` for one repository), else a mirror fetched into
-    `directory`. Resolutions are remembered for the run; safe to use from several threads."""
+    `directory`. Resolutions are remembered for the run; safe to use from several threads.
+    Network git commands run under `timeout` seconds, by default the fetch time-out of
+    `settings` (default: this process's environment, read now)."""
 
     def __init__(
         self,
@@ -165,10 +153,13 @@ class Repos:
         local: bool = False,
         exports: Exports | None = None,
         timeout: float | None = None,
+        settings: Settings | None = None,
     ) -> None:
         self.directory = directory
         self.offline, self.local, self.exports = offline, local, exports
-        self.timeout = fetch_timeout() if timeout is None else timeout
+        if timeout is None:
+            timeout = (settings or Settings.from_environ()).fetch_timeout()
+        self.timeout = timeout
         check_roots(roots, local=local)
         plain = [r for r in roots if r.url is None]
         self.default = plain[0].path if plain else None

@@ -19,8 +19,7 @@ template` then runs on the pulled chart, or on a copy of the git chart with its 
 Remote value files are refused. Hooks are not run (`helm template` never runs them); hook
 objects are in the output and dropped by the engine.
 
-The helm binary: `$KUBECTL_GITDRIFT_HELM`, else `helm` on PATH, else `<checkout>/.tools/bin/helm`
-(what `tools/install_helm.sh` installs).
+The helm binary: `$KUBECTL_GITDRIFT_HELM`, else `helm` on PATH (sources/tools.py).
 """
 
 from __future__ import annotations
@@ -39,31 +38,23 @@ import yaml
 from kubectl_gitdrift import yamlio
 from kubectl_gitdrift.errors import SourceError
 from kubectl_gitdrift.model import Application, AppSource, Manifest, ObjectKey
+from kubectl_gitdrift.settings import Settings
 from kubectl_gitdrift.sources import charts as chart_fetch
-from kubectl_gitdrift.sources import directory, process
-from kubectl_gitdrift.sources.kustomize import envsubst
+from kubectl_gitdrift.sources import process, tools
+from kubectl_gitdrift.sources.buildenv import envsubst, with_cluster_versions
+from kubectl_gitdrift.sources.cache import CacheMiss
+from kubectl_gitdrift.sources.context import RenderContext
+from kubectl_gitdrift.sources.globs import filepath_glob, has_glob
 
-HELM_ENV = "KUBECTL_GITDRIFT_HELM"
-HELM_TIMEOUT = 120.0
-"""Seconds one `helm template` may run."""
-
-_CHECKOUT_HELM = Path(__file__).resolve().parents[2] / ".tools" / "bin" / "helm"
 _SOURCE_LINE = re.compile(r"^# Source: (.+?)\s*$", re.MULTILINE)
 _DOC_SPLIT = re.compile(r"^---[ \t]*(?:#.*)?$", re.MULTILINE)
 _REMOTE = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*://")
 
 
-def helm_binary() -> str | None:
-    """`$KUBECTL_GITDRIFT_HELM`, else `helm` on PATH, else the checkout's `.tools/bin/helm`."""
-    configured = os.environ.get(HELM_ENV, "").strip()
-    if configured:
-        return configured
-    found = shutil.which("helm")
-    if found:
-        return found
-    if _CHECKOUT_HELM.is_file() and os.access(_CHECKOUT_HELM, os.X_OK):
-        return str(_CHECKOUT_HELM)
-    return None
+def helm_binary(settings: Settings | None = None) -> str | None:
+    """`$KUBECTL_GITDRIFT_HELM`, else `helm` on PATH (tools.helm_binary), as `settings` say
+    (default: this process's environment, read now); where tests ask whether helm is there."""
+    return tools.helm_binary(settings or Settings.from_environ())
 
 
 class RefTrees(Mapping[str, Path]):
@@ -90,6 +81,32 @@ class RefTrees(Mapping[str, Path]):
         return len(self._sources)
 
 
+class Helm:
+    """The helm renderer: `template` over the chart at the context's source directory, with
+    the source's helm options (the cluster's kubeVersion and apiVersions where it names none)."""
+
+    def render(self, ctx: RenderContext) -> list[Manifest]:
+        if ctx.cached_only:
+            raise CacheMiss(ctx.path)
+        conf = ctx.config
+        return template(
+            ctx.app_dir,
+            app=ctx.app,
+            source=ctx.source,
+            options=with_cluster_versions(ctx.options, conf.kube_version, conf.api_versions),
+            tree_for_ref=ctx.refs,
+            workdir=ctx.workdir,
+            env=ctx.env,
+            tree=ctx.tree,
+            charts=ctx.charts,
+            policy=ctx.policy,
+            revision=ctx.revision,
+            display=ctx.display,
+            origins=ctx.origins,
+            settings=ctx.settings,
+        )
+
+
 def template(
     chart_dir: Path,
     *,
@@ -105,6 +122,7 @@ def template(
     revision: str | None = None,
     display: str | None = None,
     origins: bool = True,
+    settings: Settings | None = None,
 ) -> list[Manifest]:
     """Render the chart at `chart_dir` with the Application's helm `options`.
 
@@ -113,9 +131,11 @@ def template(
     in git). `tree_for_ref` maps a source's `ref` to its tree, for `$<ref>/…` value files.
     `env` is Argo CD's build environment (ARGOCD_APP_NAME, …). Dependencies missing from
     `charts/` are built with `charts` (under the AppProject `policy`; cached when `revision`,
-    the commit or chart digest, is known); without `charts` they are an error.
+    the commit or chart digest, is known); without `charts` they are an error. The helm binary
+    is the one `settings` name (default: this process's environment, read now).
     """
     options = options or {}
+    settings = settings or Settings.from_environ()
     if source.chart and not source.path and display is None:
         raise SourceError(
             f"helm chart {source.chart} from {source.repo_url or 'a chart repository'}: "
@@ -130,11 +150,10 @@ def template(
     chart = _chart_metadata(chart_dir, display)
     missing = _missing_dependencies(chart_dir, display, chart, fail=charts is None)
     _check_symlinks(chart_dir, tree, display)
-    helm = helm_binary()
+    helm = tools.helm_binary(settings)
     if helm is None:
         raise SourceError(
-            f"source path {display}: helm sources need the helm binary",
-            hint=f"install helm (tools/install_helm.sh), put it on PATH or set ${HELM_ENV}",
+            f"source path {display}: helm sources need the helm binary", hint=tools.INSTALL_HELM
         )
 
     workdir.mkdir(parents=True, exist_ok=True)
@@ -302,11 +321,11 @@ def _value_files(
     # Argo CD's getResolvedValueFiles: a glob (`*`, `?`, `[`; `**` any directories) expands to
     # its matches in doublestar's order, minus files also listed explicitly (they keep their own
     # place); a file listed twice is passed once
-    explicit = {path for _, path, _ in resolved if not directory.has_glob(str(path))}
+    explicit = {path for _, path, _ in resolved if not has_glob(str(path))}
     out: list[Path] = []
     for raw, path, root in resolved:
-        if directory.has_glob(str(path)):
-            matches = directory.filepath_glob(str(path))
+        if has_glob(str(path)):
+            matches = filepath_glob(str(path))
             if not matches and not ignore_missing:
                 raise SourceError(
                     f"source path {display}: values file glob {raw!r} matched no files",
@@ -435,7 +454,7 @@ def _run(
         [helm, *args],
         cwd=chart_dir,
         env=env,
-        timeout=HELM_TIMEOUT,
+        timeout=tools.HELM_TIMEOUT,
         what=f"helm template {display}",
         hint=f"run: helm template {display}",
     )

@@ -35,8 +35,10 @@ from typing import Any
 from kubectl_gitdrift import yamlio
 from kubectl_gitdrift.errors import SourceError
 from kubectl_gitdrift.model import Manifest, ObjectKey
+from kubectl_gitdrift.settings import KUSTOMIZE_TIMEOUT_ENV, Settings
 from kubectl_gitdrift.sources import process
-from kubectl_gitdrift.sources.kustomize import TIMEOUT_ENV, envsubst, kustomize_timeout
+from kubectl_gitdrift.sources.buildenv import envsubst
+from kubectl_gitdrift.sources.context import RenderContext
 
 MAX_STACK = 500  # go-jsonnet's default
 MAX_MEMORY = 2 << 30  # bytes of heap one source's evaluation may use
@@ -49,9 +51,11 @@ def evaluate(
     app_dir: Path,
     options: Mapping[str, Any] | None,
     env: Mapping[str, str],
+    *,
+    settings: Settings | None = None,
 ) -> list[Manifest]:
     """The objects `file` (a `.jsonnet` file under `app_dir` in `tree`) evaluates to."""
-    return evaluate_all([file], tree, app_dir, options, env)[0]
+    return evaluate_all([file], tree, app_dir, options, env, settings=settings)[0]
 
 
 def evaluate_all(
@@ -60,10 +64,13 @@ def evaluate_all(
     app_dir: Path,
     options: Mapping[str, Any] | None,
     env: Mapping[str, str],
+    *,
+    settings: Settings | None = None,
 ) -> list[list[Manifest]]:
     """The objects of each of `files`, evaluated in order in one child process, bounded by the
-    kustomize time-out and output limit (Jsonnet can recurse for ever, or build huge values);
-    the first file that fails is the error."""
+    kustomize time-out of `settings` (default: this process's environment, read now) and the
+    output limit (Jsonnet can recurse for ever, or build huge values); the first file that
+    fails is the error."""
     if not files:
         return []
     options = options or {}
@@ -81,7 +88,7 @@ def evaluate_all(
         "tla_codes": tla_codes,
     }
     display = app_dir.relative_to(tree).as_posix() if app_dir != tree else "."
-    results = _run_child(request, display)
+    results = _run_child(request, display, settings or Settings.from_environ())
     out: list[list[Manifest]] = []
     for file, result in zip(files, results, strict=False):
         file_rel = file.relative_to(tree).as_posix()
@@ -97,13 +104,27 @@ def evaluate_all(
     return out
 
 
+class Jsonnet:
+    """The Jsonnet renderer: the `*.jsonnet` files of a directory source (`ctx.files`, which
+    sources/directory.py selects), under the source's `directory.jsonnet` options."""
+
+    def render(self, ctx: RenderContext) -> list[Manifest]:
+        return [manifest for objs in self.render_each(ctx) for manifest in objs]
+
+    def render_each(self, ctx: RenderContext) -> list[list[Manifest]]:
+        options, settings = ctx.options.get("jsonnet"), ctx.settings
+        return evaluate_all(ctx.files, ctx.tree, ctx.app_dir, options, ctx.env, settings=settings)
+
+
 # --------------------------------------------------------------------------- internals
 
 
 _CHILD = Path(__file__).with_name("jsonnet_child.py")  # run as a script: no package imports
 
 
-def _run_child(request: Mapping[str, Any], display: str) -> list[dict[str, Any]]:
+def _run_child(
+    request: Mapping[str, Any], display: str, settings: Settings
+) -> list[dict[str, Any]]:
     fd, name = tempfile.mkstemp(prefix="gitdrift-jsonnet-", suffix=".json")
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
@@ -114,10 +135,10 @@ def _run_child(request: Mapping[str, Any], display: str) -> list[dict[str, Any]]
             [sys.executable, str(_CHILD), name, str(MAX_STACK), str(MAX_MEMORY)],
             cwd=Path(str(request["tree"])),
             env=env,
-            timeout=kustomize_timeout(),
+            timeout=settings.kustomize_timeout(),
             what=f"jsonnet evaluation of {display}",
             limit=yamlio.MAX_BYTES,
-            hint=f"raise {TIMEOUT_ENV} if the jsonnet needs longer",
+            hint=f"raise {KUSTOMIZE_TIMEOUT_ENV} if the jsonnet needs longer",
         )
     finally:
         Path(name).unlink()

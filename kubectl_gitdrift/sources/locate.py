@@ -29,7 +29,7 @@ from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 from kubectl_gitdrift import yamlio
 from kubectl_gitdrift.errors import GitDriftError
 from kubectl_gitdrift.model import FieldPath, ListKey, Manifest, pointer
-from kubectl_gitdrift.sources import kustomize
+from kubectl_gitdrift.sources.kustomize_closure import find_kustomization
 
 _CONTAINER_LISTS = ("containers", "initContainers", "ephemeralContainers")
 
@@ -49,7 +49,7 @@ def locate(
     root = tree.resolve()
     rel = _norm(source_path)
     app_dir = root if rel in ("", ".") else root / rel
-    kfile = kustomize.find_kustomization(app_dir) if app_dir.is_dir() else None
+    kfile = find_kustomization(app_dir) if app_dir.is_dir() else None
     search = _Search(root, manifest, path, value)
     if kfile is not None:
         found = search.kustomizations(app_dir)
@@ -87,7 +87,7 @@ class _Search:
         seen: set[Path] = set()
         while queue:
             kdir = queue.popleft()
-            kfile = kustomize.find_kustomization(kdir)
+            kfile = find_kustomization(kdir)
             if kfile is None or kfile in seen:
                 continue
             seen.add(kfile)

@@ -6,13 +6,13 @@ working tree as it is. The tree at that revision is exported into `workdir` (the
 never touched) and kept there for `locate`. The source type is detected as Argo CD does
 (argocd-semantics.md §4.1): an explicit helm/kustomize/directory/plugin block, else `Chart.yaml`
 ⇒ Helm, a kustomization file ⇒ Kustomize, else a plain directory; `.argocd-source.yaml` and
-`.argocd-source-<app>.yaml` in the source path are merged over the options first.
+`.argocd-source-<app>.yaml` in the source path are merged over the options first. Each type's
+renderer (RENDERERS) then renders one RenderContext (sources/context.py).
 """
 
 from __future__ import annotations
 
 import functools
-import os
 import posixpath
 import re
 import shutil
@@ -25,13 +25,26 @@ from typing import Any, Protocol
 from kubectl_gitdrift import yamlio
 from kubectl_gitdrift.errors import SourceError, UsageError
 from kubectl_gitdrift.model import Application, AppSource, Manifest
+from kubectl_gitdrift.settings import Settings
 from kubectl_gitdrift.sources import charts as chart_fetch
-from kubectl_gitdrift.sources import cmp, directory, git, helm, kustomize
+from kubectl_gitdrift.sources import cmp, directory, git, helm, jsonnet, kustomize, tools
 from kubectl_gitdrift.sources import config as render_config
+from kubectl_gitdrift.sources.buildenv import build_env
 from kubectl_gitdrift.sources.cache import CacheMiss, RenderCache, TreeCache
+from kubectl_gitdrift.sources.context import RenderContext, Renderer
+from kubectl_gitdrift.sources.kustomize_closure import find_kustomization
 
 WORKING_TREE = "working tree"
 SOURCE_TYPES = ("helm", "kustomize", "directory", "plugin")
+RENDERERS: Mapping[str, Renderer] = {
+    "directory": directory.Directory(),
+    "kustomize": kustomize.Kustomize(),
+    "helm": helm.Helm(),
+    "plugin": cmp.Plugins(),
+}
+"""The renderer of each source type."""
+JSONNET = jsonnet.Jsonnet()
+"""Evaluates the `*.jsonnet` files of directory sources (unless argocd-cm turns it off)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,6 +157,7 @@ def render(
     policy: chart_fetch.RepoPolicy | None = None,
     config: render_config.RenderConfig | None = None,
     offline: bool = False,
+    settings: Settings | None = None,
 ) -> Rendered:
     """Render every source of `app` that has a path (ref-only sources are skipped).
 
@@ -153,9 +167,11 @@ def render(
     stores kustomize renders on disk (never for `local`). `cached_only` raises CacheMiss rather
     than run kustomize or helm. Charts from Helm repositories and OCI registries are pulled
     (sources/charts.py), dependencies under the AppProject's `policy` (its sourceRepos);
-    `offline` allows only what the chart cache holds."""
+    `offline` allows only what the chart cache holds. `settings` are the run's knobs (default:
+    this process's environment, read now)."""
     if revision and local:
         raise UsageError("--revision and --local cannot be used together")
+    settings = settings or Settings.from_environ()
     todo = [(i, s) for i, s in enumerate(app.sources) if not (s.ref and not s.path and not s.chart)]
     if not todo:
         raise SourceError(f"application {app.qualified_name} has no source with a path to render")
@@ -187,7 +203,7 @@ def render(
         if registry is not None:  # a chart from a Helm repository or an OCI registry: no git
             part, objs = _render_chart(
                 app, index, source, registry, revision, workdir, cache, refs, cached_only, policy,
-                offline, config,
+                offline, config, settings,
             )  # fmt: skip
             parts.append(part)
             manifests.extend(objs)
@@ -196,7 +212,7 @@ def render(
         repo = repo or co
         part, objs = _render_source(
             app, index, source, tree, co.sha, co.where, workdir, build_options, cache, refs,
-            cached_only, policy, config, offline,
+            cached_only, policy, config, offline, settings,
         )  # fmt: skip
         parts.append(part)
         manifests.extend(objs)
@@ -288,46 +304,14 @@ def detect_type(blocks: Mapping[str, Any], app_dir: Path, *, explicit_kind: str 
         return explicit[0]
     if (app_dir / "Chart.yaml").is_file():
         return "helm"
-    if kustomize.find_kustomization(app_dir) is not None:
+    if find_kustomization(app_dir) is not None:
         return "kustomize"
     return "directory"
-
-
-def _kube_version_default(
-    options: Mapping[str, Any], conf: render_config.RenderConfig, helm: bool = True
-) -> Mapping[str, Any]:
-    """GetKubeVersionOrDefault and GetAPIVersionsOrDefault: the source's kubeVersion and
-    apiVersions, else the destination cluster's, where they reach helm (`helm`: a kustomize
-    build passes them only with --enable-helm, so other builds, and their cache keys, keep the
-    source's own options)."""
-    if not helm:
-        return options
-    out = dict(options)
-    if not options.get("kubeVersion") and conf.kube_version:
-        out["kubeVersion"] = conf.kube_version
-    if not options.get("apiVersions") and conf.api_versions:
-        out["apiVersions"] = list(conf.api_versions)
-    return out
 
 
 def _explicit_type(blocks: Mapping[str, Any], explicit_kind: str) -> bool:
     """The source names its type (a non-empty tool block, or the block the Application has)."""
     return any(k in SOURCE_TYPES and (v or k == explicit_kind) for k, v in blocks.items())
-
-
-def build_env(app: Application, source: AppSource, revision: str) -> dict[str, str]:
-    """Argo CD's build environment (what `$ARGOCD_APP_*` in options expand to)."""
-    return {
-        "ARGOCD_APP_NAME": app.name,
-        "ARGOCD_APP_NAMESPACE": app.dest_namespace,
-        "ARGOCD_APP_PROJECT_NAME": app.project,
-        "ARGOCD_APP_REVISION": revision,
-        "ARGOCD_APP_REVISION_SHORT": revision[:7],
-        "ARGOCD_APP_REVISION_SHORT_8": revision[:8],
-        "ARGOCD_APP_SOURCE_REPO_URL": source.repo_url,
-        "ARGOCD_APP_SOURCE_PATH": source.path,
-        "ARGOCD_APP_SOURCE_TARGET_REVISION": source.target_revision,
-    }
 
 
 # --------------------------------------------------------------------------- internals
@@ -379,17 +363,20 @@ def _render_source(
     repo_root: Path | str,
     workdir: Path,
     build_options: Sequence[str],
-    cache: RenderCache | None = None,
-    refs: Mapping[str, Path] | None = None,
-    cached_only: bool = False,
-    policy: chart_fetch.RepoPolicy | None = None,
-    config: render_config.RenderConfig | None = None,
-    offline: bool = False,
+    cache: RenderCache | None,
+    refs: Mapping[str, Path] | None,
+    cached_only: bool,
+    policy: chart_fetch.RepoPolicy | None,
+    config: render_config.RenderConfig | None,
+    offline: bool,
+    settings: Settings,
 ) -> tuple[RenderedSource, list[Manifest]]:
+    """Detect the type of a git source and render it with that type's renderer."""
     conf = config or render_config.RenderConfig()
     path = _clean_path(source.path)
     app_dir = tree if path == "." else tree / path
     at = "the working tree" if sha == WORKING_TREE else sha[:12]
+    env = build_env(app, source, "" if sha == WORKING_TREE else sha)
     blocks: dict[str, Any] = {}
     if source.chart and not source.path:
         kind = "helm"
@@ -406,118 +393,36 @@ def _render_source(
             # Argo CD's discovery.AppType asks the plugins first
             if cached_only and any(p.discover_command for p in conf.plugins):
                 raise CacheMiss(path)
-            env = build_env(app, source, "" if sha == WORKING_TREE else sha)
             claimed = cmp.discover(
                 conf.plugins, app_dir, env, conf.allow_plugins, tree=tree, workdir=workdir,
-                display=path,
+                display=path, settings=settings,
             )  # fmt: skip
             if claimed is not None:
                 kind = "plugin"
         if kind in conf.disabled:  # argocd-cm `<type>.enable: false`: plain YAML, as Argo CD
             kind = "directory"
+    ctx = RenderContext(
+        app=app,
+        source=source,
+        tree=tree,
+        path=path,
+        revision=None if sha == WORKING_TREE else sha,
+        env=env,
+        options=blocks.get(kind) or {},
+        workdir=workdir,
+        settings=settings,
+        config=conf,
+        cache=cache,
+        cached_only=cached_only,
+        offline=offline,
+        build_options=build_options,
+        refs=refs or {},
+        policy=policy,
+        charts=_charts(cache, workdir, offline, settings) if kind == "helm" else None,
+        jsonnet=None if "jsonnet" in conf.disabled else JSONNET,
+    )
     part = RenderedSource(index, source.repo_url, path, kind, sha, tree)
-    if kind == "helm":
-        if cached_only:
-            raise CacheMiss(path)
-        env = build_env(app, source, "" if sha == WORKING_TREE else sha)
-        return part, helm.template(
-            app_dir,
-            app=app,
-            source=source,
-            options=_kube_version_default(blocks.get("helm") or {}, conf),
-            tree_for_ref=refs or {},
-            workdir=workdir,
-            env=env,
-            tree=tree,
-            charts=_charts(cache, workdir, offline),
-            policy=policy,
-            revision=None if sha == WORKING_TREE else sha,
-        )
-    if kind == "plugin":
-        if cached_only:
-            raise CacheMiss(path)
-        env = build_env(app, source, "" if sha == WORKING_TREE else sha)
-        plugin_options = blocks.get("plugin") or {}
-        plugin = cmp.select(
-            conf.plugins, plugin_options, app_dir,
-            cmp.plugin_env(plugin_options, env, conf.kube_version, conf.api_versions),
-            conf.allow_plugins, path, conf.broken_plugins, tree=tree, workdir=workdir,
-        )  # fmt: skip
-        return part, cmp.generate(
-            plugin,
-            tree=tree,
-            app_path=path,
-            options=plugin_options,
-            build_env=env,
-            workdir=workdir,
-            allow=conf.allow_plugins,
-            kube_version=conf.kube_version,
-            api_versions=conf.api_versions,
-        )
-    options = blocks.get(kind) or {}
-    if kind == "kustomize":
-        env = build_env(app, source, "" if sha == WORKING_TREE else sha)
-        conf.check_kustomize_version(str(options.get("version") or ""), path)
-        flags = build_options or conf.kustomize_flags()
-        objs = kustomize.build(
-            tree,
-            path,
-            # Argo CD passes the cluster's versions to kustomize only with --enable-helm
-            _kube_version_default(options, conf, helm="--enable-helm" in " ".join(flags)),
-            workdir=workdir,
-            env=env,
-            build_options=flags,
-            revision=None if sha == WORKING_TREE else sha,
-            cache=None if sha == WORKING_TREE else cache,
-            cached_only=cached_only,
-            allow_exec=conf.allow_plugins,
-            offline=offline,
-        )
-    else:
-        env = build_env(app, source, "" if sha == WORKING_TREE else sha)
-        objs = _collect_directory(
-            tree, path, options, env, jsonnet="jsonnet" not in conf.disabled, sha=sha, cache=cache
-        )
-    return part, objs
-
-
-def _collect_directory(
-    tree: Path,
-    path: str,
-    options: Mapping[str, Any],
-    env: Mapping[str, str],
-    *,
-    jsonnet: bool,
-    sha: str,
-    cache: RenderCache | None,
-) -> list[Manifest]:
-    """directory.collect, read back from the render cache for a commit (its files never
-    change; the key holds everything else the objects depend on): parsing a source's YAML is
-    the longest part of a warm run of a directory app (400 files: 0.1 s, the cached JSON
-    10 ms). A source with Jsonnet files to evaluate is not stored (the evaluator is not part
-    of the key); the working tree is never cached."""
-    key = None
-    if cache is not None and sha != WORKING_TREE:
-        key = cache.key("directory", sha, path, options, env, jsonnet)
-        hit = cache.get(key)
-        if hit is not None:
-            return hit
-    objs = directory.collect(tree, path, options, env, jsonnet_enabled=jsonnet)
-    app_dir = tree if path == "." else tree / path
-    recurse = bool(options.get("recurse"))
-    if key is not None and cache is not None and not (jsonnet and _has_jsonnet(app_dir, recurse)):
-        cache.put(key, objs)
-    return objs
-
-
-def _has_jsonnet(app_dir: Path, recurse: bool) -> bool:
-    """A `*.jsonnet` file in the directory (or under it, with `recurse`)."""
-    for _current, dirs, files in os.walk(app_dir):
-        if not recurse:
-            dirs.clear()
-        if any(name.endswith(".jsonnet") for name in files):
-            return True
-    return False
+    return part, RENDERERS[kind].render(ctx)
 
 
 def _render_chart(
@@ -531,8 +436,9 @@ def _render_chart(
     refs: Mapping[str, Path] | None,
     cached_only: bool,
     policy: chart_fetch.RepoPolicy | None,
-    offline: bool = False,
-    config: render_config.RenderConfig | None = None,
+    offline: bool,
+    config: render_config.RenderConfig | None,
+    settings: Settings,
 ) -> tuple[RenderedSource, list[Manifest]]:
     """Pull a chart from a Helm repository or an OCI registry and `helm template` it, as the
     repo-server does: the chart is both the app directory and the root (value files resolve
@@ -545,11 +451,10 @@ def _render_chart(
             f"project '{policy.project}'",
             hint="add it to the AppProject's spec.sourceRepos",
         )
-    charts = _charts(cache, workdir, offline)
+    charts = _charts(cache, workdir, offline, settings)
     if charts is None:
         raise SourceError(
-            f"{registry.describe()}: helm charts need the helm binary",
-            hint=f"install helm (tools/install_helm.sh), put it on PATH or set ${helm.HELM_ENV}",
+            f"{registry.describe()}: helm charts need the helm binary", hint=tools.INSTALL_HELM
         )
     options = source_options(source).get("helm") or {}
     pulled = charts.pull(
@@ -568,21 +473,26 @@ def _render_chart(
     part = RenderedSource(
         index, source.repo_url, registry.chart or path, "helm", pulled.version, pulled.directory
     )
-    return part, helm.template(
-        app_dir,
+    ctx = RenderContext(
         app=app,
         source=source,
-        options=_kube_version_default(options, config or render_config.RenderConfig()),
-        tree_for_ref=refs or {},
-        workdir=workdir,
-        env=build_env(app, source, pulled.version),
         tree=pulled.directory,
-        charts=charts,
-        policy=policy,
+        path=path,
         revision=pulled.digest,
+        env=build_env(app, source, pulled.version),
+        options=options,
+        workdir=workdir,
+        settings=settings,
+        config=config or render_config.RenderConfig(),
+        cache=cache,
+        offline=offline,
+        refs=refs or {},
+        policy=policy,
+        charts=charts,
         display=name if path == "." else f"{name}/{path}",
         origins=False,
     )
+    return part, RENDERERS["helm"].render(ctx)
 
 
 def _chart_version(app: Application, index: int, source: AppSource, revision: str | None) -> str:
@@ -605,15 +515,17 @@ def _chart_version(app: Application, index: int, source: AppSource, revision: st
 
 
 def _charts(
-    cache: RenderCache | None, workdir: Path, offline: bool = False
+    cache: RenderCache | None, workdir: Path, offline: bool, settings: Settings
 ) -> chart_fetch.Charts | None:
     """Pulled charts and built dependencies kept beside the render cache (none without it);
     None without a helm binary."""
-    binary = helm.helm_binary()
+    binary = tools.helm_binary(settings)
     if binary is None:
         return None
     directory = cache.directory if cache is not None else None
-    return chart_fetch.Charts(directory, workdir, binary, offline=offline)
+    return chart_fetch.Charts(
+        directory, workdir, binary, offline=offline, insecure=settings.insecure_registries()
+    )
 
 
 def _clean_path(path: str) -> str:
