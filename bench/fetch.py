@@ -4,7 +4,7 @@ Usage: ``python bench/fetch.py [--apps 500] [--out DIR]``.
 
 Generates (or reuses) a fleet with bench/generate.py (500 apps of 20 objects by default, the
 `serve-500x20` fixture), serves its repository with a real `git daemon` on 127.0.0.1
-(tests/gitdaemon.py), points the snapshot's repoURL at it, and runs the `kubectl-gitdrift`
+(tests/support/gitdaemon.py), points the snapshot's repoURL at it, and runs the `kubectl-gitdrift`
 script without --repo-root, each run a fresh process with its own empty or kept cache:
 
 1. one app, cold cache (fetch, render, compare);
@@ -46,7 +46,7 @@ import generate  # noqa: E402  (bench/generate.py, beside this file)
 
 from kubectl_gitdrift import application  # noqa: E402
 from kubectl_gitdrift.sources import fetch  # noqa: E402
-from tests.gitdaemon import GitDaemon  # noqa: E402
+from tests.support.gitdaemon import GitDaemon  # noqa: E402
 
 NAME = "fleet-gitops.git"
 INCIDENT_URL = "https://github.com/example/guestbook-gitops.git"
@@ -66,7 +66,7 @@ def live(rows: list[dict[str, Any]]) -> None:
     """`kubectl-gitdrift guestbook` in live mode (the loopback API server, tests/apiserver,
     holding the incident's objects) with repoURL on the loopback git daemon, no --repo-root:
     a cold run, then a warm one."""
-    from tests.apiserver import serve  # the loopback API server the live tests use
+    from tests.support.apiserver import serve  # the loopback API server the live tests use
 
     spec = importlib.util.spec_from_file_location("make_repo", ROOT / "testdata/make_repo.py")
     assert spec is not None

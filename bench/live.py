@@ -55,7 +55,7 @@ sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(ROOT))
 import generate  # noqa: E402
 
-from tests.apiserver import serve  # noqa: E402
+from tests.support.apiserver import serve  # noqa: E402
 
 APP = "perf"
 NS = "perf"

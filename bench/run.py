@@ -93,7 +93,7 @@ STAND_IN_FILE = "kustomize-output.yaml"
 """What kustomize prints for a one-app fixture's overlay (generate.render_overlay, verified
 identical by `generate.py --verify`): the scaling runs' stand-in for running kustomize."""
 SCALING = ("one-app-2500", "one-app-5000", "one-app-10000")
-LIVE_TEST = "tests/test_live.py::test_lists_once_per_kind_and_namespace"
+LIVE_TEST = "tests/live/test_live.py::test_lists_once_per_kind_and_namespace"
 LIVE_ROUNDS = 5
 LIVE_APP = "now: gitdrift perf (live)"
 FLEET_ROUNDS = 3
@@ -1287,7 +1287,7 @@ def verdicts(results: dict[str, Any], total: float) -> list[Verdict]:
         Verdict(
             "5. live mode: LIST per kind/namespace, no GET per object",
             (live or {}).get("summary") or "-",
-            "tests/test_live.py",
+            "tests/live/test_live.py",
             "-",
             None if not live or lp.get("timed_out") or lp.get("error") else lp.get("rc") == 0,
         )

@@ -65,7 +65,7 @@ def server_side(
 ) -> dict[str, Any]:
     """The object as a server-side apply of `config` by argocd-controller leaves it: that
     manager's entry an Apply owning exactly the fields it sent (what a real server records,
-    tests/test_compare_structured.py), no last-applied annotation."""
+    tests/compare/test_compare_structured.py), no last-applied annotation."""
     out = json.loads(json.dumps(body))
     metadata = out.get("metadata") or {}
     annotations = metadata.get("annotations") or {}

@@ -18,7 +18,7 @@ import pytest
 from kubectl_gitdrift import plugins
 from kubectl_gitdrift.cli import main as cli
 from kubectl_gitdrift.run.request import Tuning
-from tests import read_guard
+from tests.support import read_guard
 
 ROOT = Path(__file__).resolve().parent.parent
 TESTDATA = ROOT / "testdata"
@@ -33,7 +33,7 @@ read_guard.install()  # from here on every file this process opens is checked
 @pytest.fixture(autouse=True)
 def _reads_stay_in_the_repository(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     """Every test reads only the repository, tmp dirs and the Python installation, never
-    ../shared: a plain clone runs the whole suite (tests/read_guard.py)."""
+    ../shared: a plain clone runs the whole suite (tests/support/read_guard.py)."""
     read_guard.allow(tmp_path_factory.getbasetemp())
     with read_guard.watch() as outside:
         yield
@@ -128,20 +128,20 @@ def _cluster_stays_read_only(request: pytest.FixtureRequest) -> Iterator[None]:
 
 def writes_so_far() -> int:
     """How many writes the loopback API servers of this process have refused so far."""
-    servers = sys.modules.get("tests.apiserver.server")
+    servers = sys.modules.get("tests.support.apiserver.server")
     return len(getattr(servers, "WRITE_ATTEMPTS", ()))
 
 
 def dry_runs_so_far() -> int:
     """How many server-side apply dry-runs the loopback API servers of this process have seen."""
-    servers = sys.modules.get("tests.apiserver.server")
+    servers = sys.modules.get("tests.support.apiserver.server")
     return len(getattr(servers, "DRY_RUN_ATTEMPTS", ()))
 
 
 def check_no_dry_runs(before: int, *, allowed: bool) -> None:
     """Fail the running test if a loopback API server saw a `dryRun=All` apply since
     `dry_runs_so_far()` was `before` (unless the test runs --server-dry-run on purpose)."""
-    servers = sys.modules.get("tests.apiserver.server")
+    servers = sys.modules.get("tests.support.apiserver.server")
     seen = [
         f"{record.method} {record.path}?dryRun={record.query.get('dryRun')}"
         for record in list(getattr(servers, "DRY_RUN_ATTEMPTS", ()))[before:]
@@ -156,7 +156,7 @@ def check_no_dry_runs(before: int, *, allowed: bool) -> None:
 def check_read_only(before: int, *, allowed: bool) -> None:
     """Fail the running test if a loopback API server saw a write since `writes_so_far()` was
     `before`."""
-    servers = sys.modules.get("tests.apiserver.server")
+    servers = sys.modules.get("tests.support.apiserver.server")
     writes = [
         f"{record.method} {record.path} ({record.user or 'anonymous'})"
         for record in list(getattr(servers, "WRITE_ATTEMPTS", ()))[before:]

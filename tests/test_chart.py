@@ -18,12 +18,12 @@ import yaml
 from prometheus_client.openmetrics.parser import text_string_to_metric_families
 
 from kubectl_gitdrift.sources import helm as source_helm
-from tests.apiserver import (
+from tests.conftest import ROOT, TESTDATA
+from tests.support.apiserver import (
     Identity,
     ServerFactory,
     kube_apiserver,  # noqa: F401 - the fixture
 )
-from tests.conftest import ROOT, TESTDATA
 
 CHART = ROOT / "deploy" / "helm" / "kubectl-gitdrift"
 NAMESPACE = "gitdrift"

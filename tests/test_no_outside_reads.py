@@ -1,6 +1,6 @@
 """No test reads outside the repository, and no test skips because a file is missing (issue 16).
 
-The guard itself is tests/read_guard.py, armed by tests/conftest.py for the whole run; these
+The guard itself is tests/support/read_guard.py, armed by tests/conftest.py for the whole run; these
 tests prove it is armed and that it fails a test reading ../shared, in a real pytest run.
 """
 
@@ -13,8 +13,8 @@ import sys
 import textwrap
 from pathlib import Path
 
-from tests import read_guard
 from tests.conftest import ROOT, TESTDATA
+from tests.support import read_guard
 
 SHARED = ROOT.parent / "shared" / "reference" / "apiserver"
 
@@ -106,7 +106,7 @@ def test_skips_for_a_missing_file_fail_other_skips_stay(tmp_path: Path) -> None:
         ("PASSED", "test_reads_testdata"),
         ("ERROR", "test_skips_for_a_file"),  # skipif runs at setup: a setup error
     }, out
-    assert f"tests/read_guard.py): open {SHARED / 'README.md'}" in out
+    assert f"tests/support/read_guard.py): open {SHARED / 'README.md'}" in out
     assert "skipped for a missing file (Skipped: reference recordings not found)" in out
     assert any(line.startswith("SKIPPED") and "linux x86_64" in line for line in out.splitlines())
     assert f"open {SHARED / 'discovery-02-api.json'}" in out  # the collection-time read

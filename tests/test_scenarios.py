@@ -21,9 +21,9 @@ import pytest
 import yaml
 
 from kubectl_gitdrift.sources import git, helm
-from tests import registry
 from tests.conftest import ROOT, TESTDATA, load_make_repo
-from tests.gitdaemon import GitDaemon
+from tests.support import registry
+from tests.support.gitdaemon import GitDaemon
 
 SCENARIOS = sorted(p for p in (TESTDATA / "scenarios").iterdir() if p.is_dir())
 

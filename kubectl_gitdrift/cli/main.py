@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 
 # Start-up: each command imports what it runs, in the function that runs it, so `version`,
 # `completion` and `--help` never load the engine, the sources, pluggy or YAML (issue 18; the
-# module budget is tests/test_startup.py).
+# module budget is tests/cli/test_startup.py).
 
 
 def run() -> None:
@@ -219,7 +219,7 @@ def _rules(pm: plugins.PluginManager, fmt: str, out: TextIO) -> ExitCode:
 
 
 _BUILTIN_RENDERERS = "builtin/renderers"
-"""plugins.BUILTIN_NAMES of the built-in renderers (tests/test_startup.py checks they agree)."""
+"""plugins.BUILTIN_NAMES of the built-in renderers (tests/cli/test_startup.py checks they agree)."""
 
 
 def _terminal(stream: TextIO) -> bool:

@@ -214,7 +214,7 @@ def dumps_json(doc: Any) -> str:
     (which msgspec refuses), nesting of FORMAT_MAX_DEPTH levels or more (json's Python
     encoder recurses once per level and must not be the one to run out), and a small
     document while msgspec is not imported (importing it would cost more than it saves).
-    tests/test_report_json.py compares the two on every scenario's report and on generated
+    tests/present/test_report_json.py compares the two on every scenario's report and on generated
     documents."""
     text = _formatted(doc)
     if text is None:

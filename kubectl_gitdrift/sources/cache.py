@@ -147,7 +147,7 @@ def _loads(data: bytes) -> Any:
     it (a big JSON snapshot does), has read many entries (`--all`), or this one is big; for a
     few small entries importing it would cost more than it saves. Whatever msgspec reads, json
     reads alike; what it refuses (NaN, lone surrogates, numbers json makes infinite, a BOM)
-    json reads as before (tests/test_cache_read.py)."""
+    json reads as before (tests/sources/test_cache_read.py)."""
     global _reads
     _reads += 1
     if _reads > _MSGSPEC_READS or len(data) >= _MSGSPEC_BYTES or "msgspec" in sys.modules:

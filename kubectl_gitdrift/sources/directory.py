@@ -31,7 +31,7 @@ from kubectl_gitdrift.sources import globs
 from kubectl_gitdrift.sources.context import RenderContext
 
 glob_match = globs.glob_match
-has_glob = globs.has_glob  # where tests/test_argocd_e2e_sources.py finds them
+has_glob = globs.has_glob  # where tests/sources/test_argocd_e2e_sources.py finds them
 filepath_glob = globs.filepath_glob
 SKIP_MARKER = b"+argocd:skip-file-rendering"
 MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")

@@ -1,0 +1,1 @@
+"""Tests of the compare wing (kubectl_gitdrift/compare/)."""

@@ -1,0 +1,1 @@
+"""Tests of the diagnose wing (kubectl_gitdrift/diagnose/)."""

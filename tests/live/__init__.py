@@ -1,0 +1,1 @@
+"""Tests of the live wing (kubectl_gitdrift/live/)."""

@@ -1,0 +1,1 @@
+"""Tests of the present wing (kubectl_gitdrift/present/)."""

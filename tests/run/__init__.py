@@ -1,0 +1,1 @@
+"""Tests of the run wing (kubectl_gitdrift/run/)."""

@@ -1,0 +1,1 @@
+"""Tests of the sources wing (kubectl_gitdrift/sources/)."""

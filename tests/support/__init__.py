@@ -1,0 +1,1 @@
+"""Helpers the tests share: fixtures' servers, reference engines, read guards."""
