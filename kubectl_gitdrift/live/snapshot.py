@@ -97,6 +97,7 @@ def _validate(doc: Mapping[str, Any], file: Path) -> None:
                 raise SnapshotError(
                     f"--snapshot {file}: {name}[{index}] is not an object with kind and apiVersion"
                 )
+            _check_metadata(item, file, f"{name}[{index}]")
 
 
 def _from_snapshot(doc: Mapping[str, Any], file: Path) -> ClusterState:
@@ -178,7 +179,19 @@ def _read(file: Path, checks: list[Callable[[], None]] | None = None) -> list[di
                 f"--snapshot {file}: object {index} has no "
                 + ("kind" if not doc.get("kind") else "apiVersion")
             )
+        _check_metadata(doc, file, f"object {index}")
     return docs
+
+
+def _check_metadata(doc: Mapping[str, Any], file: Path, where: str) -> None:
+    """An object's metadata, when it has one, is a mapping (the API server never serves
+    another): anything else is a damaged file, said as such, not a crash further on."""
+    metadata = doc.get("metadata")
+    if metadata is not None and not isinstance(metadata, Mapping):
+        raise SnapshotError(
+            f"--snapshot {file}: {where} ({doc.get('kind')}): metadata must be a mapping, "
+            f"not {yamlio.type_name(metadata)}"
+        )
 
 
 def _gunzip(raw: bytes) -> bytes:

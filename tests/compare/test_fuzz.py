@@ -2,7 +2,7 @@
 
 - yamlio never raises anything but a GitDriftError, whatever text or bytes it is given, and
   reads back what a YAML dumper wrote;
-- clusterstate.from_documents and legacy.compare never crash on Kubernetes-like objects (well-formed
+- reading a snapshot and legacy.compare never crash on Kubernetes-like objects (well-formed
   or not), and the diff keeps its invariants on them: an object never drifts from itself,
   normalizing twice equals normalizing once, swapping sides swaps ADD and REMOVE;
 - Secret fingerprinting never lets a value through.
@@ -18,6 +18,8 @@ import base64
 import contextlib
 import copy
 import json
+import tempfile
+from pathlib import Path
 from typing import Any
 
 import yaml
@@ -28,8 +30,8 @@ from kubectl_gitdrift import model, yamlio
 from kubectl_gitdrift.compare import changes, defaults, legacy, normalize, pairs
 from kubectl_gitdrift.compare.openapi import load_builtin_definitions
 from kubectl_gitdrift.compare.schema import Schema
-from kubectl_gitdrift.errors import GitDriftError
-from kubectl_gitdrift.live import clusterstate, fingerprints
+from kubectl_gitdrift.errors import GitDriftError, SnapshotError
+from kubectl_gitdrift.live import fingerprints, snapshot
 
 SCHEMA = Schema(load_builtin_definitions("1.33"))
 CTX = pairs.CompareContext(model.Settings(), SCHEMA, defaults.apply_defaults)
@@ -265,8 +267,20 @@ def test_truncated_input_is_a_clean_error_or_a_prefix(body: dict[str, Any], cut:
 
 @bounded(100)
 @given(st.lists(st.one_of(kube_objects(), st.dictionaries(short_text, values)), max_size=4))
-def test_from_documents_never_crashes(docs: list[dict[str, Any]]) -> None:
-    state = clusterstate.from_documents(docs, "fuzz")
+def test_reading_any_objects_never_crashes(docs: list[dict[str, Any]]) -> None:
+    """What a snapshot file may hold, read as the CLI reads it: a live state, or a
+    SnapshotError naming the file (a damaged object), never a crash further on."""
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "fuzz.json"
+        path.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": docs}))
+        refused: SnapshotError | None = None
+        try:
+            state = snapshot.load(path)
+        except SnapshotError as exc:
+            refused = exc
+    if refused is not None:
+        assert str(path) in refused.message
+        return
     assert len(state.objects) + len(state.applications) <= len(docs)
     assert list(state.objects) == sorted(state.objects, key=lambda m: m.key)
 

@@ -104,6 +104,10 @@ def test_writing_is_deterministic_and_sorted(tmp_path: Path) -> None:
         ({"secrets": {"algorithm": "hmac-sha256", "key": "!!"}}, "secrets.key is not base64"),
         ({"secrets": {"algorithm": "md5", "key": "a2V5"}}, "unknown Secret fingerprint algorithm"),
         ({"unreadable": [{"reason": "x"}]}, "unreadable[1] has no kind"),
+        (
+            {"objects": [{"apiVersion": "v1", "kind": "ConfigMap", "metadata": ["a"]}]},
+            "objects[1] (ConfigMap): metadata must be a mapping, not a list",
+        ),
     ],
 )
 def test_invalid_snapshots_name_the_file(
