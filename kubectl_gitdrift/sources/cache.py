@@ -32,8 +32,6 @@ from typing import Any
 from kubectl_gitdrift import settings
 from kubectl_gitdrift.model import Manifest, ObjectKey
 
-CACHE_DIR_ENV = settings.CACHE_DIR_ENV  # the knobs' names, as tests know them here
-CACHE_MAX_ENV = settings.CACHE_MAX_ENV
 DEFAULT_MAX_BYTES = settings.DEFAULT_CACHE_MAX_MB * 1024 * 1024
 FORMAT = 1
 """Bumped whenever what an entry holds, or how a render is made, changes."""

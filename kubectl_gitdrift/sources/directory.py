@@ -30,9 +30,6 @@ from kubectl_gitdrift.model import Manifest, ObjectKey
 from kubectl_gitdrift.sources import globs
 from kubectl_gitdrift.sources.context import RenderContext
 
-glob_match = globs.glob_match
-has_glob = globs.has_glob  # where tests/sources/test_argocd_e2e_sources.py finds them
-filepath_glob = globs.filepath_glob
 SKIP_MARKER = b"+argocd:skip-file-rendering"
 MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
 _MANIFEST_MARKERS = (b"apiVersion:", b"kind:", b"metadata:")
@@ -58,10 +55,7 @@ class Directory:
             hit = cache.get(key)
             if hit is not None:
                 return hit
-        objs = collect(
-            ctx.tree, ctx.path, ctx.options, ctx.env, jsonnet_enabled=jsonnet,
-            jsonnet=_jsonnet(ctx),
-        )  # fmt: skip
+        objs = collect(ctx.tree, ctx.path, ctx.options, ctx.env, jsonnet=_jsonnet(ctx))
         recurse = bool(ctx.options.get("recurse"))
         if key is not None and cache is not None and not (jsonnet and _has_jsonnet(ctx, recurse)):
             cache.put(key, objs)
@@ -74,16 +68,13 @@ def collect(
     options: Mapping[str, Any] | None = None,
     env: Mapping[str, str] | None = None,
     *,
-    jsonnet_enabled: bool = True,
     jsonnet: EvaluateJsonnet | None = None,
 ) -> list[Manifest]:
     """The objects of the directory source at `tree/app_path`, origin = repo-relative file path.
 
     `env` is Argo CD's build environment, substituted into jsonnet extVars and TLAs. `jsonnet`
     evaluates the `*.jsonnet` files (the Directory renderer passes its context's jsonnet
-    renderer); without it, or without `jsonnet_enabled` (argocd-cm `jsonnet.enable: "false"`),
-    jsonnet files are skipped."""
-    evaluate = jsonnet if jsonnet_enabled else None
+    renderer); without it (argocd-cm `jsonnet.enable: "false"`), jsonnet files are skipped."""
     options = options or {}
     display = app_path.strip("/") or "."
     app_dir = tree / app_path if display != "." else tree
@@ -102,7 +93,7 @@ def collect(
     for path in _walk(app_dir, recurse):
         rel = path.relative_to(app_dir).as_posix()
         is_jsonnet = path.name.endswith(".jsonnet")
-        if is_jsonnet and evaluate is None:
+        if is_jsonnet and jsonnet is None:
             continue
         if not no_filter and not is_jsonnet and not path.name.endswith(MANIFEST_SUFFIXES):
             continue
@@ -126,7 +117,7 @@ def collect(
             ]
         )
     files = [part for part in parts if isinstance(part, Path)]
-    evaluated = iter(evaluate(files) if evaluate is not None and files else [])
+    evaluated = iter(jsonnet(files) if jsonnet is not None and files else [])
     manifests: list[Manifest] = []
     for part in parts:
         manifests.extend(next(evaluated) if isinstance(part, Path) else part)
@@ -193,9 +184,9 @@ def _decodes(doc: Any) -> bool:
 
 
 def _selected(rel: str, include: str, exclude: str) -> bool:
-    if exclude and glob_match(exclude, rel):
+    if exclude and globs.glob_match(exclude, rel):
         return False
-    return not include or glob_match(include, rel)
+    return not include or globs.glob_match(include, rel)
 
 
 def _walk(app_dir: Path, recurse: bool) -> list[Path]:

@@ -44,7 +44,6 @@ from kubectl_gitdrift.sources.kustomize_edit import apply_options
 ORIGIN_ANNOTATION = "config.kubernetes.io/origin"
 _INTERNAL_PREFIX = "internal.config.kubernetes.io/"
 _FORBIDDEN_FLAGS = ("--enable-alpha-plugins", "--enable-exec", "--enable-star", "--mount")
-TIMEOUT_ENV = KUSTOMIZE_TIMEOUT_ENV  # the knob's name, as tests and messages know it here
 
 
 class Kustomize:
@@ -323,7 +322,7 @@ def _run_build(
         timeout=timeout,
         what=f"kustomize build {display}",
         limit=yamlio.MAX_BYTES,
-        hint=f"run: {tool} {display} (or raise {TIMEOUT_ENV})",
+        hint=f"run: {tool} {display} (or raise {KUSTOMIZE_TIMEOUT_ENV})",
     )
     if proc.returncode != 0:
         detail = _error_detail(proc.stderr, root)

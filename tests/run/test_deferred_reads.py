@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from kubectl_gitdrift import settings
 from kubectl_gitdrift.errors import ExitCode
 from kubectl_gitdrift.run import workflow
 from kubectl_gitdrift.sources import cache as source_cache
@@ -22,7 +23,7 @@ from tests.run.test_all import fleet_snapshot, repo  # noqa: F401
 @pytest.fixture
 def cache_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     path = tmp_path / "render-cache"
-    monkeypatch.setenv(source_cache.CACHE_DIR_ENV, str(path))
+    monkeypatch.setenv(settings.CACHE_DIR_ENV, str(path))
     return path
 
 

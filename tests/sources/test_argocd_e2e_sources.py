@@ -19,8 +19,9 @@ import pytest
 from kubectl_gitdrift import application, model, yamlio
 from kubectl_gitdrift.diagnose import tracking
 from kubectl_gitdrift.errors import AppError, ExitCode, SourceError
+from kubectl_gitdrift.settings import KUSTOMIZE_TIMEOUT_ENV
 from kubectl_gitdrift.sources import config as render_config
-from kubectl_gitdrift.sources import directory, helm, kustomize
+from kubectl_gitdrift.sources import directory, globs, helm, kustomize
 from tests.conftest import TESTDATA, Result
 
 needs_helm = pytest.mark.skipif(helm.helm_binary() is None, reason="needs helm")
@@ -202,8 +203,7 @@ def test_filepath_glob_matches_doublestar(tmp_path: Path) -> None:
 
     def glob(pattern: str) -> list[str]:
         return [
-            p.relative_to(tmp_path).as_posix()
-            for p in directory.filepath_glob(f"{tmp_path}/{pattern}")
+            p.relative_to(tmp_path).as_posix() for p in globs.filepath_glob(f"{tmp_path}/{pattern}")
         ]
 
     assert glob("envs/*.yaml") == ["envs/.h.yaml", "envs/a.yaml"]
@@ -218,8 +218,8 @@ def test_filepath_glob_matches_doublestar(tmp_path: Path) -> None:
     assert glob("envs/{a,b}.y*ml") == ["envs/a.yaml", "envs/b.yml"]
     assert glob("envs/[ab].*") == ["envs/a.yaml", "envs/b.yml"]
     assert glob("nowhere/*.yaml") == []
-    assert directory.has_glob("a/*.yaml")
-    assert not directory.has_glob("a/b.yaml")
+    assert globs.has_glob("a/*.yaml")
+    assert not globs.has_glob("a/b.yaml")
 
 
 def _value_files(tmp_path: Path, files: list[str], **options: Any) -> list[str]:
@@ -470,7 +470,7 @@ def test_a_kustomize_time_out_takes_the_plugins_it_started(
         "apiVersion: example.com/v1\nkind: Gen\nmetadata: {name: g}\n",
     )
     monkeypatch.setenv("KUSTOMIZE_PLUGIN_HOME", str(tmp_path / "plugins"))
-    monkeypatch.setenv(kustomize.TIMEOUT_ENV, "1")
+    monkeypatch.setenv(KUSTOMIZE_TIMEOUT_ENV, "1")
     with pytest.raises(SourceError, match=r"^kustomize build app timed out after 1s$"):
         kustomize.build(
             tmp_path / "repo",
@@ -498,9 +498,7 @@ def test_source_types_argocd_cm_disables(tmp_path: Path) -> None:
     assert render_config.of([cm]).disabled == frozenset({"jsonnet"})
     write(tmp_path, "app/a.jsonnet", "error 'jsonnet is off: never evaluated'")
     write(tmp_path, "app/cm.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm}\n")
-    assert [m.key.name for m in directory.collect(tmp_path, "app", {}, jsonnet_enabled=False)] == [
-        "cm"
-    ]
+    assert [m.key.name for m in directory.collect(tmp_path, "app", {}, jsonnet=None)] == ["cm"]
 
 
 @pytest.mark.parametrize(

@@ -15,7 +15,7 @@ from kubectl_gitdrift.model import Application, AppSource, Manifest, ObjectKey, 
 from kubectl_gitdrift.settings import Settings
 from kubectl_gitdrift.sources import (
     buildenv,
-    directory,
+    globs,
     helm,
     kustomize,
     kustomize_closure,
@@ -324,12 +324,12 @@ def test_directory_source(
 
 
 def test_glob_match() -> None:
-    assert directory.glob_match("*.yaml", "sub/deep/x.yaml")
-    assert directory.glob_match("{a,b}/*.y?ml", "b/x.yaml")
-    assert not directory.glob_match("{a,b}/*.y?ml", "b/x.yml")
-    assert not directory.glob_match("{a,b}/*.yaml", "c/x.yaml")
-    assert directory.glob_match("[!x]*.json", "y.json")
-    assert not directory.glob_match("[!x]*.json", "x.json")
+    assert globs.glob_match("*.yaml", "sub/deep/x.yaml")
+    assert globs.glob_match("{a,b}/*.y?ml", "b/x.yaml")
+    assert not globs.glob_match("{a,b}/*.y?ml", "b/x.yml")
+    assert not globs.glob_match("{a,b}/*.yaml", "c/x.yaml")
+    assert globs.glob_match("[!x]*.json", "y.json")
+    assert not globs.glob_match("[!x]*.json", "x.json")
 
 
 def test_jsonnet_is_evaluated(repo: Repo, tmp_path: Path) -> None:
@@ -488,11 +488,11 @@ def test_render_cache_second_render_skips_kustomize(
 
 
 def test_kustomize_timeout_from_environment(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv(kustomize.TIMEOUT_ENV, raising=False)
+    monkeypatch.delenv(settings.KUSTOMIZE_TIMEOUT_ENV, raising=False)
     assert Settings.from_environ().kustomize_timeout() == settings.KUSTOMIZE_TIMEOUT
-    monkeypatch.setenv(kustomize.TIMEOUT_ENV, "600")
+    monkeypatch.setenv(settings.KUSTOMIZE_TIMEOUT_ENV, "600")
     assert Settings.from_environ().kustomize_timeout() == 600
-    monkeypatch.setenv(kustomize.TIMEOUT_ENV, "soon")
+    monkeypatch.setenv(settings.KUSTOMIZE_TIMEOUT_ENV, "soon")
     with pytest.raises(SourceError, match="KUBECTL_GITDRIFT_KUSTOMIZE_TIMEOUT"):
         Settings.from_environ().kustomize_timeout()
 
