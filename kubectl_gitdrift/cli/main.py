@@ -521,16 +521,9 @@ def _warn_unreadable(state: clusterstate.ClusterState, err: TextIO) -> None:
 
 
 def _render_plugin(result: model.Report, fmt: str, renderers: Mapping[str, Any]) -> str:
-    renderer = renderers[fmt]
-    try:
-        return str(renderer.fn(result))
-    except GitDriftError:
-        raise
-    except Exception as exc:
-        raise PluginError(
-            f"output format {fmt!r} of plugin {renderer.plugin!r} failed: "
-            f"{type(exc).__name__}: {exc}"
-        ) from exc
+    """`-o fmt` by the plugin's renderer: collect_renderers hands it checked (a str, or a
+    PluginError naming the plugin)."""
+    return str(renderers[fmt].fn(result))
 
 
 def _render_all(
