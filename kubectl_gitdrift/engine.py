@@ -13,7 +13,7 @@ import pluggy
 from kubectl_gitdrift import hookcalls, hookspecs, model
 from kubectl_gitdrift.compare import fields, legacy, pairs, ssa, structured
 from kubectl_gitdrift.compare import strategies as compare
-from kubectl_gitdrift.diagnose import attribution, audit, rbac, remedies, tracking
+from kubectl_gitdrift.diagnose import attribution, audit, primary, rbac, remedies, tracking
 from kubectl_gitdrift.diagnose import rules as diagnosis
 
 
@@ -242,6 +242,12 @@ def run(inputs: Inputs, pm: pluggy.PluginManager, opts: Options) -> model.AppRep
         plurals=plurals,
         notes=tuple(notes),
         kinds=index.kinds,
+        strategy=choice.strategy,
+    )
+    enabled = [r for r in opts.rules if r.id not in opts.disabled_rules]
+    rule_ctx = replace(
+        rule_ctx,
+        causes=primary.classify(rule_ctx, codes=[c for r in enabled for c in r.codes]),
     )
     findings = diagnosis.diagnose(rule_ctx, opts.rules, opts.disabled_rules)
     fixes = remedies.recommend(
@@ -253,6 +259,7 @@ def run(inputs: Inputs, pm: pluggy.PluginManager, opts: Options) -> model.AppRep
         controller=opts.controller,
         plurals=plurals,
         strategy=choice.strategy,
+        causes=rule_ctx.causes,
     )
     return model.AppReport(
         name=app.name,

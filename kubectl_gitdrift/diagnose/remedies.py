@@ -7,12 +7,13 @@ from __future__ import annotations
 import json
 import shlex
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from kubectl_gitdrift import model
 from kubectl_gitdrift.compare import strategies as compare
 from kubectl_gitdrift.diagnose import policies, rbac
+from kubectl_gitdrift.diagnose.causes import Cause, CauseKey, cause_of
 from kubectl_gitdrift.model import Remedy, RemedyKind
 
 
@@ -43,22 +44,35 @@ def recommend(
     controller: str = rbac.CONTROLLER,
     plurals: Mapping[tuple[str, str], str] | None = None,
     strategy: model.DiffStrategy = model.DiffStrategy.LEGACY,
+    causes: Mapping[CauseKey, Cause] | None = None,
 ) -> list[Remedy]:
-    """Both ways out (adopt, revert), how to keep it from recurring, and how to check each fix.
+    """Both ways out (adopt, revert), the fixes of each specific cause, how to keep it from
+    recurring, and how to check each fix.
 
+    A difference a specific cause owns (server-filled, admission-mutation, ...) is adopted only
+    when its cause says adopting fits, and reverted only when a sync would keep git's value.
     For an app Argo CD syncs with server-side apply (any strategy but legacy), the revert is a
     server-side apply as `argocd-controller`, so the fields go back to Argo CD's ownership."""
-    modified = [d for d in drifts if d.status is model.ResourceStatus.OUT_OF_SYNC and d.changes]
-    missing = [d for d in drifts if d.status is model.ResourceStatus.MISSING]
-    extraneous = [d for d in drifts if d.status is model.ResourceStatus.EXTRANEOUS]
+    causes = causes or {}
+    adoptable = _fitting(drifts, causes, "adoptable")
+    revertable = _fitting(drifts, causes, "revertable")
+    to_adopt = [d for d in adoptable if d.status is model.ResourceStatus.OUT_OF_SYNC and d.changes]
+    modified = [d for d in revertable if d.status is model.ResourceStatus.OUT_OF_SYNC and d.changes]
+    missing = [d for d in revertable if d.status is model.ResourceStatus.MISSING]
+    extraneous = [d for d in revertable if d.status is model.ResourceStatus.EXTRANEOUS]
     codes = {f.code for f in findings}
-    if not (modified or missing or extraneous or "controller-forbidden" in codes):
+    cause_fixes = _cause_fixes(causes)
+    if (
+        not (to_adopt or modified or missing or extraneous or cause_fixes)
+        and "controller-forbidden" not in codes
+    ):
         return []
     out: list[Remedy] = []
-    for drift in modified:
+    for drift in to_adopt:
         if "git-ahead" in codes and all(c.owner and c.owner.is_argocd for c in drift.changes):
             continue  # git moved and Argo CD wrote the live value: syncing is the fix
         out.append(_adopt(app, drift, locate, read_source))
+    out.extend(cause_fixes)
     if modified or missing or extraneous:
         server_side = strategy is not model.DiffStrategy.LEGACY or (
             bool(modified) and all(_applied_server_side(d) for d in modified)
@@ -68,6 +82,40 @@ def recommend(
     out.extend(prevent)
     out.append(_verify(app, modified))
     out.extend(_verify_prevention(app, drifts, prevent, findings, controller))
+    return out
+
+
+def _fitting(
+    drifts: Sequence[model.Drift], causes: Mapping[CauseKey, Cause], how: str
+) -> list[model.Drift]:
+    """The drifts with only the differences that no specific cause owns, or whose cause says
+    `how` ("adoptable", "revertable") fits; drifts left with nothing are dropped."""
+    if not causes:
+        return list(drifts)
+    out = []
+    for drift in drifts:
+        if drift.status is model.ResourceStatus.OUT_OF_SYNC and drift.changes:
+            kept = tuple(
+                c for c in drift.changes if _fits(cause_of(causes, drift.key, c.path), how)
+            )
+            if kept:
+                out.append(drift if kept == drift.changes else replace(drift, changes=kept))
+        elif _fits(cause_of(causes, drift.key, None), how):
+            out.append(drift)
+    return out
+
+
+def _fits(cause: Cause | None, how: str) -> bool:
+    return cause is None or bool(getattr(cause, how))
+
+
+def _cause_fixes(causes: Mapping[CauseKey, Cause]) -> list[Remedy]:
+    """Each specific cause's fixes, once each, in the order the causes were found."""
+    out: list[Remedy] = []
+    for cause in causes.values():
+        for fix in cause.fixes:
+            if fix not in out:
+                out.append(fix)
     return out
 
 

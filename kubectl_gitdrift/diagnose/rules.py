@@ -7,6 +7,7 @@ from dataclasses import dataclass, field, replace
 
 from kubectl_gitdrift import hookspecs, model
 from kubectl_gitdrift.diagnose import attribution, audit, rbac, tracking
+from kubectl_gitdrift.diagnose.causes import Cause, CauseKey, cause_of
 from kubectl_gitdrift.errors import GitDriftError, PluginError
 
 
@@ -35,6 +36,12 @@ class Context:
     plurals: Mapping[tuple[str, str], str] = field(default_factory=dict)
     notes: Sequence[str] = ()  # the report's notes so far ("not checked: ..." and others)
     kinds: Mapping[tuple[str, str], Sequence[model.Manifest]] | None = None  # live by group/kind
+    strategy: model.DiffStrategy = model.DiffStrategy.LEGACY  # how Argo CD diffs this app
+    causes: Mapping[CauseKey, Cause] = field(default_factory=dict)  # primary.py
+
+    def cause(self, key: model.ObjectKey, path: model.FieldPath | None) -> Cause | None:
+        """The specific primary cause of a field or resource, when one was found."""
+        return cause_of(self.causes, key, path)
 
     def clue(self, key: model.ObjectKey, path: model.FieldPath) -> attribution.Clue | None:
         return self.clues.get((key, path))

@@ -28,6 +28,40 @@ def clue_for(
     return own.clue(key, path) if own is not None else None
 
 
+def explained(ctx: RuleContext, key: model.ObjectKey, path: model.FieldPath | None) -> bool:
+    """A specific primary cause (server-filled, admission-mutation, ...) owns the difference, so
+    the generic stories (someone wrote it; a sync puts git's value back) leave it alone."""
+    own = gitdrift_context(ctx)
+    return own is not None and own.cause(key, path) is not None
+
+
+def unexplained_changes(ctx: RuleContext, drift: model.Drift) -> list[model.Change]:
+    """The drift's changed fields no specific primary cause owns."""
+    return [c for c in drift.changes if not explained(ctx, drift.key, c.path)]
+
+
+def revertable_drift(ctx: RuleContext) -> bool:
+    """Something a sync would fix: a changed field, or a counted missing or extraneous object,
+    that no specific cause owns, or whose cause says a sync puts git's value back."""
+    own = gitdrift_context(ctx)
+    for drift in ctx.drifts:
+        counted = drift.status in (ResourceStatus.MISSING, ResourceStatus.EXTRANEOUS) and (
+            drift.counts
+        )
+        paths: list[model.FieldPath | None] = (
+            [c.path for c in drift.changes]
+            if drift.status is ResourceStatus.OUT_OF_SYNC
+            else [None]
+            if counted
+            else []
+        )
+        for path in paths:
+            cause = own.cause(drift.key, path) if own is not None else None
+            if cause is None or cause.revertable:
+                return True
+    return False
+
+
 def cluster_moved(ctx: RuleContext) -> bool:
     """The compared revision is the one last synced: the cluster, not git, changed."""
     last = ctx.app.last_sync

@@ -17,6 +17,7 @@ from kubectl_gitdrift.builtin.rules._common import (
     gitdrift_context,
     kind_of,
     owner_evidence,
+    unexplained_changes,
 )
 from kubectl_gitdrift.diagnose import audit, rbac
 from kubectl_gitdrift.hookspecs import RuleContext
@@ -32,7 +33,7 @@ def check(ctx: RuleContext) -> Iterator[Finding]:
     extra = gitdrift_context(ctx)
     for drift in changed_drifts(ctx):
         hpa = _hpa_for(ctx, drift.key)
-        for change in drift.changes:
+        for change in unexplained_changes(ctx, drift):
             clue = clue_for(ctx, drift.key, change.path)
             kind = kind_of(change, clue)
             by_hpa = hpa is not None and change.path == ("spec", "replicas")

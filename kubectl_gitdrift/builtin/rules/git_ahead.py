@@ -6,7 +6,14 @@ from collections.abc import Iterator
 from typing import Any
 
 from kubectl_gitdrift import model
-from kubectl_gitdrift.builtin.rules._common import changed_drifts, clue_for, cluster_moved, kind_of
+from kubectl_gitdrift.builtin.rules._common import (
+    changed_drifts,
+    clue_for,
+    cluster_moved,
+    explained,
+    kind_of,
+    unexplained_changes,
+)
 from kubectl_gitdrift.compare import changes
 from kubectl_gitdrift.hookspecs import RuleContext
 from kubectl_gitdrift.model import Finding, ResourceStatus, Severity
@@ -24,7 +31,7 @@ def check(ctx: RuleContext) -> Iterator[Finding]:
     compared = ctx.app.revisions[0]
     moved: list[dict[str, Any]] = []
     for drift in changed_drifts(ctx):
-        for change in drift.changes:
+        for change in unexplained_changes(ctx, drift):
             clue = clue_for(ctx, drift.key, change.path)
             kind = kind_of(change, clue)
             if kind not in ("argocd", "unknown"):
@@ -41,7 +48,11 @@ def check(ctx: RuleContext) -> Iterator[Finding]:
             if clue is not None and clue.commit is not None:
                 item["gitLastChange"] = clue.commit.evidence()
             moved.append(item)
-    missing = [d.key.display() for d in ctx.drifts if d.status is ResourceStatus.MISSING]
+    missing = [
+        d.key.display()
+        for d in ctx.drifts
+        if d.status is ResourceStatus.MISSING and not explained(ctx, d.key, None)
+    ]
     yield Finding(
         code="git-ahead",
         severity=Severity.INFO,

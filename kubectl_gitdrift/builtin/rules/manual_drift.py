@@ -17,6 +17,7 @@ from kubectl_gitdrift.builtin.rules._common import (
     cluster_moved,
     kind_of,
     owner_evidence,
+    unexplained_changes,
 )
 from kubectl_gitdrift.compare import changes
 from kubectl_gitdrift.diagnose import attribution, audit, tracking
@@ -34,7 +35,7 @@ def check(ctx: RuleContext) -> Iterator[Finding]:
     last = ctx.app.last_sync
     for drift in changed_drifts(ctx):
         argocd = attribution.argocd_entry(drift.live or {})
-        for change in drift.changes:
+        for change in unexplained_changes(ctx, drift):
             clue = clue_for(ctx, drift.key, change.path)
             kind = kind_of(change, clue)
             if kind in ("argocd", "controller"):

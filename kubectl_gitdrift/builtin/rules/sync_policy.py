@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from kubectl_gitdrift.builtin.rules._common import changed_drifts, cluster_moved, out_of_sync
+from kubectl_gitdrift.builtin.rules._common import changed_drifts, cluster_moved, revertable_drift
 from kubectl_gitdrift.hookspecs import RuleContext
 from kubectl_gitdrift.model import Finding, Severity
 
@@ -19,8 +19,8 @@ DOC = "Explains, from the sync policy, whether and when Argo CD will undo the dr
 
 def check(ctx: RuleContext) -> Iterator[Finding]:
     drifted = changed_drifts(ctx)
-    if not out_of_sync(ctx):
-        return
+    if not revertable_drift(ctx):
+        return  # no drift, or only drift a sync cannot clear: its own cause says what will
     policy = ctx.app.sync_policy
     last = ctx.app.last_sync
     revision = last.revision if last else (ctx.app.revisions[0] if ctx.app.revisions else "")
