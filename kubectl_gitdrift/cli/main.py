@@ -22,7 +22,7 @@ from kubectl_gitdrift.errors import (
 )
 
 if TYPE_CHECKING:
-    from kubectl_gitdrift import model, plugins
+    from kubectl_gitdrift import hookspecs, model, plugins
     from kubectl_gitdrift.cli import progress, serve
     from kubectl_gitdrift.live import clusterstate
     from kubectl_gitdrift.present import color
@@ -131,7 +131,7 @@ def _error(err: TextIO, exc: GitDriftError, debug: bool) -> None:
 def _dispatch(
     argv: list[str], out: TextIO, err: TextIO, prog: str, tuning: Tuning | None
 ) -> ExitCode:
-    if argv and argv[0] == "completion":  # `completion bash|zsh`; `completion __complete ARGS`
+    if argv and argv[0] == "completion":  # `completion bash|zsh|fish`; `completion __complete ARGS`
         from kubectl_gitdrift.cli import completion
 
         return ExitCode(completion.main(argv[1:], out, err, prog))
@@ -156,6 +156,12 @@ def _dispatch(
     args = parser.with_streams(parser.build_parser(prog), out, err).parse_args(argv)
     from kubectl_gitdrift.cli import requests
 
+    ignored = [f for f, v in (("--context", args.context), ("--kubeconfig", args.kubeconfig)) if v]
+    if args.snapshot and ignored:
+        err.write(
+            f"warning: {' and '.join(ignored)} ignored: --snapshot compares offline and reads "
+            "no cluster\n"
+        )
     return _compare(requests.request_from(args, tuning=tuning), out, err)
 
 
@@ -295,7 +301,7 @@ def _compare(request: Request, out: TextIO, err: TextIO) -> ExitCode:
         return ExitCode.ERROR
     if any(_incomplete(a) for a in result.applications):
         return ExitCode.INCOMPLETE
-    return ExitCode.DRIFT if result.drifted else ExitCode.OK
+    return ExitCode.DRIFT if result.drifted and output.drift_fails else ExitCode.OK
 
 
 def _evaluate(
@@ -317,6 +323,34 @@ def _evaluate(
         except yamlio.Unproven:
             pass
     return _evaluate_checking(request, err, None)
+
+
+def _rule_ids(names: Sequence[str], rules: Sequence[hookspecs.Rule]) -> tuple[str, ...]:
+    """--disable-rule values as rule ids: an id (`builtin/manual-drift`), an id without its
+    plugin's prefix (`manual-drift`), or a code a rule reports (the code the report prints
+    disables the whole rule that reports it)."""
+    import difflib
+
+    by_name: dict[str, str] = {}
+    for rule in rules:
+        by_name.setdefault(rule.id, rule.id)
+    for rule in rules:
+        by_name.setdefault(rule.id.rsplit("/", 1)[-1], rule.id)
+        for code in rule.codes:
+            by_name.setdefault(code, rule.id)
+    out: list[str] = []
+    for name in names:
+        found = by_name.get(name)
+        if found is None:
+            close = difflib.get_close_matches(name, list(by_name), n=1)
+            raise UsageError(
+                f"--disable-rule {name}: no such rule or code"
+                + (f" (did you mean {close[0]}?)" if close else ""),
+                hint="list rules and their codes with: kubectl gitdrift rules",
+            )
+        if found not in out:
+            out.append(found)
+    return tuple(out)
 
 
 def _evaluate_checking(
@@ -342,12 +376,10 @@ def _evaluate_checking(
             hint="choose one of " + ", ".join(sorted(renderers)),
         )
     rules = hookcalls.collect_rules(pm)
-    unknown_rules = sorted(set(request.diagnosis.disabled_rules) - {r.id for r in rules})
-    if unknown_rules:
-        raise UsageError(
-            f"--disable-rule {unknown_rules[0]}: no such rule",
-            hint="list them with: kubectl gitdrift rules",
-        )
+    disabled = _rule_ids(request.diagnosis.disabled_rules, rules)
+    request = dataclasses.replace(
+        request, diagnosis=dataclasses.replace(request.diagnosis, disabled_rules=disabled)
+    )
     _check_selection(request)
     workflow.check_source_flags(request.git)  # without --repo-root, repoURL is fetched
     progress = _progress(request.output.progress, err)
@@ -665,6 +697,10 @@ def serve_runner(request: Request, err: TextIO) -> serve.RunOnce:
 # --------------------------------------------------------------------------- live
 
 
+STDOUT_FORMATS = {"-": "yaml", "yaml": "yaml", "json": "json"}
+"""`snapshot -o` values that mean standard output, as kubectl users type them, and the format."""
+
+
 def _snapshot(request: Request, out: TextIO, err: TextIO) -> ExitCode:
     import tempfile
 
@@ -682,9 +718,16 @@ def _snapshot(request: Request, out: TextIO, err: TextIO) -> ExitCode:
         if target.error is not None:
             err.write(f"warning: {target.name}: {target.error.message}\n")
     _warn_unreadable(state, err)
-    snapshot.write(request.export, snapshot.to_document(state))
+    to_stdout = STDOUT_FORMATS.get(str(request.export))
+    if to_stdout is not None:
+        out.write(snapshot.dumps(snapshot.to_document(state), as_json=to_stdout == "json"))
+        out.flush()
+        where = "standard output"
+    else:
+        snapshot.write(request.export, snapshot.to_document(state))
+        where = str(request.export)
     err.write(
-        f"wrote {request.export}: {len(state.applications)} Application(s), "
+        f"wrote {where}: {len(state.applications)} Application(s), "
         f"{len(state.objects)} object(s) from {state.source.removeprefix('cluster ')}\n"
     )
     return ExitCode.INCOMPLETE if state.unreadable else ExitCode.OK

@@ -34,6 +34,7 @@ import time
 import warnings
 from collections.abc import Coroutine, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, TypeVar
 
 import httpx
@@ -78,6 +79,46 @@ class Unreadable(Exception):
     def __init__(self, message: str, status: int = 0) -> None:
         super().__init__(message)
         self.status = status
+
+
+def check_kubeconfig(explicit: str | None) -> None:
+    """A ClusterError naming the file when there is no kubeconfig to read, or it is not one;
+    kr8s would say "Unable to find valid credentials" or print a bare missing key."""
+    import yaml
+
+    hint = (
+        "pass --kubeconfig FILE (or set KUBECONFIG), or --snapshot PATH to work offline "
+        "(in a pod, the pod's service account is used)"
+    )
+    if explicit:
+        paths = [Path(explicit)]
+    elif os.environ.get("KUBECONFIG"):
+        paths = [Path(p) for p in os.environ["KUBECONFIG"].split(os.pathsep) if p]
+    else:
+        if os.environ.get("KUBERNETES_SERVICE_HOST"):
+            return  # in a pod: kr8s uses the service account
+        paths = [Path("~/.kube/config").expanduser()]
+    present = [p for p in paths if p.is_file()]
+    if not present:
+        missing = " nor ".join(str(p) for p in paths)
+        raise ClusterError(f"no kubeconfig: {missing} does not exist", hint=hint)
+    for path in present:
+        try:
+            with path.open(encoding="utf-8") as f:
+                doc = yaml.safe_load(f)
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ClusterError(f"kubeconfig {path}: cannot read it: {exc}", hint=hint) from None
+        except yaml.YAMLError as exc:
+            mark = getattr(exc, "problem_mark", None)
+            at = f" (line {mark.line + 1})" if mark is not None else ""
+            raise ClusterError(f"kubeconfig {path}: not valid YAML{at}", hint=hint) from None
+        if doc is None and len(present) > 1:
+            continue  # an empty file among several merged ones, as kubectl allows
+        lone = len(present) == 1  # merged files may each hold a part (users in one, ...)
+        if not isinstance(doc, dict) or (lone and not ("clusters" in doc or "contexts" in doc)):
+            raise ClusterError(
+                f"kubeconfig {path} is not a kubeconfig (no clusters or contexts)", hint=hint
+            )
 
 
 class Transport:
@@ -155,6 +196,7 @@ class Transport:
         """Load the kubeconfig and connect (kr8s checks `/version`); ClusterError if not."""
         cfg = self.config
         self._sem = asyncio.Semaphore(max(1, cfg.concurrency))
+        check_kubeconfig(cfg.kubeconfig)
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", UserWarning)  # kr8s's supported-version warning
@@ -170,8 +212,9 @@ class Transport:
             # a kubeconfig of the wrong shape breaks kr8s's parser in any of these ways
             where = cfg.kubeconfig or os.environ.get("KUBECONFIG") or "~/.kube/config"
             context = f"context {cfg.context!r} of" if cfg.context else "credentials from"
+            reason = f"missing key {exc}" if isinstance(exc, KeyError) else str(exc)
             raise ClusterError(
-                f"cannot load {context} kubeconfig {where}: {exc}",
+                f"cannot load {context} kubeconfig {where}: {reason}",
                 hint="check --kubeconfig/--context (kubectl config get-contexts), "
                 "or pass --snapshot PATH to work offline (in a pod without a kubeconfig, "
                 "the pod's service account is used)",

@@ -79,6 +79,7 @@ class Output:
     write_patch: Path | None = None
     color: str = "auto"  # parser.WHEN
     progress: str = "auto"  # parser.WHEN
+    drift_fails: bool = True  # --exit-code: drift exits 1 (false: 0, as argocd app diff)
 
     @property
     def writes_json(self) -> bool:
