@@ -27,6 +27,7 @@ if (TOOLS_BIN / "helm").is_file():
     # tools/install_helm.sh's helm: the package looks only at $KUBECTL_GITDRIFT_HELM and PATH,
     # never beside itself; for the session (and the CLI children it starts) it is on PATH first
     os.environ["PATH"] = os.pathsep.join([str(TOOLS_BIN), os.environ.get("PATH", "")])
+os.environ.pop("COLUMNS", None)  # text output fits $COLUMNS: goldens are the pipe's layout
 read_guard.install()  # from here on every file this process opens is checked
 
 

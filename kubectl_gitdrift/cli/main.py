@@ -282,13 +282,22 @@ def _compare(request: Request, out: TextIO, err: TextIO) -> ExitCode:
             pushgateway.push(output.pushgateway, registry, shard=request.selection.shard or "")
     elif request.selection.all:
         text = _render_all(
-            result, targets, output, renderers, _palette(output.color, out), app_texts
+            result,
+            targets,
+            output,
+            renderers,
+            _palette(output.color, out),
+            app_texts,
+            width=_text_width(out),
         )
     elif output.query:
         text = report.query(report.to_dict(result), output.query)
     elif output.format == "text" and _builtin(renderers, "text"):
         text = report.render_text(
-            result, show_suppressed=output.show_suppressed, palette=_palette(output.color, out)
+            result,
+            show_suppressed=output.show_suppressed,
+            palette=_palette(output.color, out),
+            width=_text_width(out),
         )
     elif output.format == "diff" and _builtin(renderers, "diff"):
         from kubectl_gitdrift.present import difftext
@@ -565,9 +574,13 @@ def _render_all(
     renderers: Mapping[str, Any],
     palette: color.Palette | None = None,
     app_texts: Sequence[str] | None = None,
+    *,
+    width: int | None = None,
 ) -> str:
     """--all: one summary row per Application (text), or the full reports plus the skipped and
-    failed ones (json/yaml/--query); `app_texts`: each app's JSON, written already."""
+    failed ones (json/yaml/--query); `app_texts`: each app's JSON, written already. The text
+    table's TOP FINDING is cut so that a row fits the terminal's `width` (None: not a
+    terminal; cut at 90, the same in every pipe)."""
     from kubectl_gitdrift import model
     from kubectl_gitdrift.present import color, difftext, report
 
@@ -604,9 +617,9 @@ def _render_all(
     for target in sorted(targets, key=lambda t: t.name):
         app = by_name.get(target.name)
         if target.error is not None:
-            rows.append([target.name, palette.status("Error"), "-", _cut(target.error.message)])
+            rows.append([target.name, palette.status("Error"), "-", target.error.message])
         elif target.skipped:
-            rows.append([target.name, palette.status("Skipped"), "-", _cut(target.skipped)])
+            rows.append([target.name, palette.status("Skipped"), "-", target.skipped])
         elif app is not None:
             drifted = sum(1 for d in app.resources if d.not_in_sync)
             top = app.findings[0] if app.findings else None
@@ -615,12 +628,13 @@ def _render_all(
                     target.name,
                     palette.status(app.sync_status.value),
                     drifted,
-                    _cut(f"{top.code}: {top.message}") if top else "-",
+                    f"{top.code}: {top.message}" if top else "-",
                 ]
             )
-    table = palette.header(
-        tabulate(rows, headers=["APPLICATION", "SYNC", "DRIFTED", "TOP FINDING"])
-    )
+    headers = ["APPLICATION", "SYNC", "DRIFTED", "TOP FINDING"]
+    room = 90 if width is None else max(20, width - _columns_before_last(rows, headers))
+    rows = [[*row[:-1], _cut(str(row[-1]), room)] for row in rows]
+    table = palette.header(tabulate(rows, headers=headers))
     summary = (
         f"{len(result.applications)} compared, "
         f"{sum(1 for a in result.applications if a.sync_status is not model.SyncStatus.SYNCED)}"
@@ -628,6 +642,32 @@ def _render_all(
         f"{sum(1 for t in targets if t.error is not None)} failed"
     )
     return f"{table}\n\n{summary}\n"
+
+
+def _columns_before_last(rows: Sequence[Sequence[Any]], headers: Sequence[str]) -> int:
+    """The columns tabulate's plain layout gives every column but the last (two spaces apart);
+    colour codes take none."""
+    from kubectl_gitdrift.present import color
+
+    total = 0
+    for i in range(len(headers) - 1):
+        cells = [headers[i], *(color.strip(str(r[i])) for r in rows)]
+        total += max(len(c) for c in cells) + 2
+    return total
+
+
+def _text_width(out: TextIO) -> int | None:
+    """The width text output fits: $COLUMNS, else the terminal's; None for a pipe or a file
+    (whose output stays the same whatever terminal started it)."""
+    columns = os.environ.get("COLUMNS", "")
+    if columns.isdigit() and int(columns) > 0:
+        return int(columns)
+    try:
+        if out.isatty():
+            return os.get_terminal_size(out.fileno()).columns
+    except (OSError, ValueError, AttributeError):
+        pass
+    return None
 
 
 def _cut(text: str, width: int = 90) -> str:

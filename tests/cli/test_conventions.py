@@ -5,6 +5,9 @@ kubeconfig."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -154,3 +157,55 @@ def test_a_malformed_kubeconfig_is_one_line(
     assert first.startswith(f"error: kubeconfig {config}"), result.stderr
     assert needle in first, result.stderr
     assert "Traceback" not in result.stderr
+
+
+def _in_a_terminal(args: list[str], columns: int) -> str:
+    """The CLI's output when its stdout is a terminal `columns` wide (a real pty)."""
+    import fcntl
+    import pty
+    import struct
+    import termios
+
+    leader, follower = pty.openpty()
+    fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 40, columns, 0, 0))
+    env = {k: v for k, v in os.environ.items() if k != "COLUMNS"}
+    env["NO_COLOR"] = "1"
+    cli = Path(sys.executable).with_name("kubectl-gitdrift")
+    proc = subprocess.Popen([str(cli), *args], stdout=follower, stderr=subprocess.DEVNULL, env=env)
+    os.close(follower)
+    chunks = []
+    while True:
+        try:
+            data = os.read(leader, 65536)
+        except OSError:  # the child closed the terminal
+            break
+        if not data:
+            break
+        chunks.append(data)
+    os.close(leader)
+    proc.wait(timeout=60)
+    return b"".join(chunks).decode().replace("\r\n", "\n")
+
+
+@pytest.mark.parametrize("columns", [72, 160])
+def test_text_fits_the_terminal(repo: Path, columns: int) -> None:
+    text = _in_a_terminal(_offline(repo), columns)
+    assert "[manual-drift]" in text
+    # commands stay whole (to copy), the Source line has no space to break at
+    fitted = [line for line in text.splitlines() if not line.startswith(("  $ ", "Source: "))]
+    assert max(len(line) for line in fitted) <= columns, text
+    if columns > 100:  # a wide terminal gets longer lines than a pipe's 100
+        assert max(len(line) for line in fitted) > 100
+
+
+def test_text_into_a_pipe_is_the_same_whatever_the_terminal(
+    run_cli: Run, repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    piped = run_cli(_offline(repo)).stdout
+    assert (
+        piped == (INCIDENT.parent / "scenarios/incident-replicas-scaled/expected.txt").read_text()
+    )
+    monkeypatch.setenv("COLUMNS", "60")
+    narrow = run_cli(_offline(repo)).stdout
+    assert narrow != piped  # $COLUMNS is honoured, as kubectl's tools do
+    assert max(len(line) for line in narrow.splitlines() if "[" in line) <= 60
