@@ -21,7 +21,6 @@ import asyncio
 import json
 import os
 import re
-import tempfile
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -442,6 +441,8 @@ class DiskCache:
         return doc
 
     def _write(self, path: Path, doc: Mapping[str, Any]) -> None:
+        import tempfile  # only a cold run writes
+
         try:
             path.parent.mkdir(mode=0o750, parents=True, exist_ok=True)
             fd, name = tempfile.mkstemp(prefix=path.name + ".", dir=path.parent)
