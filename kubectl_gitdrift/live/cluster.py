@@ -80,11 +80,14 @@ class Cluster:
             self._early.add_done_callback(retrieved)  # raised by early_results(), if asked
         self.version, self.discovery = await discover(self._link, self._cache, cached=cached)
 
-    def rediscover(self, wanted: Iterable[tuple[str, str, str]]) -> bool:
+    def rediscover(self, wanted: Iterable[tuple[str, str, str]] | None = None) -> bool:
         """Ask the server again (and rewrite the cache) if discovery came from the cache and
         lacks one of the wanted (group, version, kind): a CRD installed since, as kubectl
-        asks again when its cache has no match. True if it did."""
-        if not self.discovery.cached or all(self.discovery.serves(g, k, v) for g, v, k in wanted):
+        asks again when its cache has no match; with `wanted` None, whatever it holds (a
+        kind it has answered 404: a CRD removed since). True if it did."""
+        if not self.discovery.cached or (
+            wanted is not None and all(self.discovery.serves(g, k, v) for g, v, k in wanted)
+        ):
             return False
 
         async def again() -> None:

@@ -111,6 +111,10 @@ def _gather_live(
         listed.start(kc, [q for q in queries if not listed.started(q)])
         _meanwhile(kc, request)
         results = listed.results(queries)
+        if any(r.not_found for r in results) and kc.rediscover():
+            # the cache served a kind the server has since dropped: said as a cold run says it
+            notes.extend(listing.plan(kc.discovery, wants, namespaces)[1])
+            results = [r for r in results if not (r.not_found and _gone(r.query.kind, kc))]
         docs: dict[model.ObjectKey, model.Body] = {}
         for body in [*bodies, *argocd_docs]:
             docs[model.ObjectKey.of(body)] = body
@@ -321,6 +325,10 @@ def _known(
         )
         unreadable.append((model.ObjectKey(group, kind, namespace, ""), why))
     return known
+
+
+def _gone(kind: Any, kc: Any) -> bool:
+    return kc.discovery.find(kind.group, kind.kind) is None
 
 
 def _used(kind: Any, wants: Iterable[tuple[str, str, str, str]]) -> bool:

@@ -260,6 +260,45 @@ def test_a_kind_the_cache_lacks_is_asked_again(
     assert discovery_paths(incident) == []  # the cache was rewritten with it
 
 
+def test_a_kind_the_server_dropped_since_is_said_as_a_cold_run_says_it(
+    kube_apiserver: ServerFactory,  # noqa: F811
+    repo: Path,
+    run_cli: Callable[..., Result],
+    tmp_path: Path,
+) -> None:
+    """The cache has a kind (its CRD since removed): the LIST's 404 makes the run discover
+    again, and the report is the cold run's, not serving it."""
+    objects = list(yaml.safe_load((INCIDENT / "snapshot.yaml").read_text())["items"])
+    before, after = kube_apiserver(objects), kube_apiserver(objects)
+    before.discovery.add(
+        ResourceType("example.org", "v1", "gadgets", "gadget", "Gadget", True, custom=True)
+    )
+    clone = tmp_path / "clone"
+    shutil.copytree(repo, clone)
+    overlay = clone / "overlays/prod/guestbook"
+    (overlay / "gadget.yaml").write_text(
+        "apiVersion: example.org/v1\nkind: Gadget\nmetadata:\n  name: g1\nspec:\n  size: 3\n"
+    )
+    kustomization = yaml.safe_load((overlay / "kustomization.yaml").read_text())
+    kustomization["resources"] = [*kustomization.get("resources", []), "gadget.yaml"]
+    (overlay / "kustomization.yaml").write_text(yaml.safe_dump(kustomization))
+    warm, cold = tmp_path / "warm", tmp_path / "cold"
+    run_cli(args(before, clone, "--local", "--cache-dir", str(warm)))
+    shutil.copytree(cache_of(before, warm), cache_of(after, warm))
+    expected = run_cli(args(after, clone, "-o", "json", "--local", "--cache-dir", str(cold)))
+    report = json.loads(expected.stdout)
+    assert any("Gadget.example.org is not served" in n for n in report["applications"][0]["notes"])
+    after.clear_requests()
+    result = run_cli(args(after, clone, "-o", "json", "--local", "--cache-dir", str(warm)))
+    assert after.requests_for(verb="list", resource="gadgets")  # the cache said it was served
+    assert discovery_paths(after) == sorted(COLD)
+    assert (result.exit_code, result.stdout, result.stderr) == (
+        expected.exit_code,
+        expected.stdout,
+        expected.stderr,
+    )
+
+
 def test_warm_and_unreachable_is_a_cluster_error(
     incident: KubeAPIServer, repo: Path, run_cli: Callable[..., Result], tmp_path: Path
 ) -> None:
