@@ -138,7 +138,7 @@ class Cluster:
             return await early
 
         results = self._link.run(wait())
-        if self.discovery.cached and all(r.error and not r.status for r in results):
+        if results and self.discovery.cached and all(r.error and not r.status for r in results):
             # with the cache fresh these were the first requests: nothing answered
             raise self._link.unreachable(results[0].error)
         return results
