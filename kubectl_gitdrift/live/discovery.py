@@ -209,8 +209,9 @@ async def discover(
     if cache is not None and cached is not None:
         served, known = cached
         version: dict[str, Any] = known or link.version
-        if not version:  # a cache kubectl wrote: it keeps no /version
-            version = await link.essential(link.get_json("/version"), "/version")
+        if not known:  # a cache kubectl wrote: it keeps no /version
+            if not version:
+                version = await link.essential(link.get_json("/version"), "/version")
             cache.write_version(version)
         return version, Discovery(served.kinds(), stale=served.stale, cached=True)
     if link.version:

@@ -10,6 +10,7 @@ import json
 import os
 import shutil
 import socket
+import subprocess
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -161,6 +162,35 @@ def test_kubectls_cache_is_used_and_the_version_asked(
     again = run_cli(argv)
     assert discovery_paths(incident) == ["/version"]
     assert again.stdout == first.stdout
+    incident.clear_requests()
+    assert run_cli(argv).stdout == first.stdout
+    assert discovery_paths(incident) == []  # the version is kept from then on
+
+
+@pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl not on PATH")
+def test_kubectl_and_gitdrift_warm_each_other(
+    incident: KubeAPIServer, repo: Path, run_cli: Callable[..., Result], tmp_path: Path
+) -> None:
+    """The real kubectl reads the cache gitdrift wrote (its warm run: `/version` alone), and
+    gitdrift the one kubectl wrote."""
+
+    def kubectl(cache_dir: Path) -> None:
+        result = subprocess.run(
+            ["kubectl", "--kubeconfig", str(incident.kubeconfig_path), "--cache-dir",
+             str(cache_dir), "get", "configmaps,deployments", "-A", "-o", "name"],
+            capture_output=True, text=True, timeout=60, check=False,
+        )  # fmt: skip
+        assert result.returncode == 0, result.stderr
+
+    ours, theirs = tmp_path / "ours", tmp_path / "theirs"
+    run_cli(args(incident, repo, "--cache-dir", str(ours)))
+    incident.clear_requests()
+    kubectl(ours)
+    assert discovery_paths(incident) == ["/version"]
+    kubectl(theirs)
+    incident.clear_requests()
+    run_cli(args(incident, repo, "--cache-dir", str(theirs)))
+    assert discovery_paths(incident) == ["/version"]  # kubectl keeps no version
 
 
 # ---------------------------------------------------------------------------- freshness
