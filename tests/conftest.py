@@ -227,6 +227,15 @@ def golden(request: pytest.FixtureRequest) -> Golden:
     return Golden(bool(request.config.getoption("--update-golden")))
 
 
+@pytest.fixture(autouse=True)
+def _kube_cache_dir(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """kubectl's cache (API discovery) is a fresh directory per test, never ~/.kube/cache:
+    every live run starts cold unless its test warms the cache itself."""
+    monkeypatch.setenv("KUBECACHEDIR", str(tmp_path_factory.mktemp("kube-cache")))
+
+
 @pytest.fixture(autouse=True, scope="session")
 def _render_cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     """Renders are cached in a throwaway directory, never in the user's ~/.cache; chart pulls

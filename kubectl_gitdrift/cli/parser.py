@@ -364,6 +364,12 @@ def cluster_flags(group: Any) -> None:
     group.add_argument("--context", metavar="NAME", help="kubeconfig context (live mode)")
     group.add_argument("--kubeconfig", metavar="FILE", help="kubeconfig file (live mode)")
     group.add_argument(
+        "--cache-dir",
+        metavar="DIR",
+        help="kubectl's cache directory: the API server's discovery is kept in DIR/discovery, "
+        "shared with kubectl, for 6 hours (default $KUBECACHEDIR or ~/.kube/cache; live mode)",
+    )
+    group.add_argument(
         "--request-timeout",
         metavar="DURATION",
         type=duration,

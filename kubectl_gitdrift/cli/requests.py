@@ -115,6 +115,7 @@ def _cluster(
         snapshot=snapshot,
         kubeconfig=args.kubeconfig,
         context=args.context,
+        cache_dir=args.cache_dir,
         request_timeout=args.request_timeout or NO_LIMIT,
         server_dry_run=server_dry_run,
     )

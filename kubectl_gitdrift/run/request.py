@@ -64,6 +64,7 @@ class ClusterSide:
     snapshot: Path | None = None
     kubeconfig: str | None = None
     context: str | None = None
+    cache_dir: str | None = None  # --cache-dir: kubectl's (discovery); None: its default
     request_timeout: float = 30.0  # seconds per API request
     server_dry_run: bool = False
 
