@@ -116,8 +116,8 @@ def examine(
     display = ctx.display or ctx.path
     shown = "." if not ctx.origins else display  # pulled charts: chart-relative file names
     tree = _read_tree(ctx.app_dir, shown)
-    if not tree.templates:
-        return ()
+    if not any(_mentions(t.text) for t in tree.templates):
+        return ()  # the common case: a substring search of the text, nothing parsed
     reached = _reached(tree)
     if not any(c.function != "lookup" for calls in reached.values() for c in calls):
         return ()  # lookup alone renders the same every time (empty), in Argo CD too
@@ -270,12 +270,25 @@ def _reached(tree: _Tree) -> dict[str, tuple[RenderCall, ...]]:
     """The templates that render objects and reach a call of FUNCTIONS -> those calls."""
     tops: dict[str, list[_Site]] = {}
     defines: dict[str, list[_Site]] = {}
-    for template in tree.templates:
-        for site in _sites(template):
-            if site.define:
-                defines.setdefault(site.define, []).append(site)
-            else:
-                tops.setdefault(template.rest, []).append(site)
+    parsed: set[int] = set()
+    tainted: set[str] = set()
+    while True:  # parse what mentions a function, then what includes a template that calls one
+        todo = [
+            i
+            for i, t in enumerate(tree.templates)
+            if i not in parsed
+            and (_mentions(t.text) or any(f'"{name}"' in t.text for name in tainted))
+        ]
+        if not todo:
+            break
+        for i in todo:
+            parsed.add(i)
+            for site in _sites(tree.templates[i]):
+                if site.define:
+                    defines.setdefault(site.define, []).append(site)
+                else:
+                    tops.setdefault(tree.templates[i].rest, []).append(site)
+        tainted = _tainted(defines)
     memo: dict[str, list[_Site]] = {}
 
     def calls_of(name: str, seen: frozenset[str]) -> list[_Site]:
@@ -296,16 +309,35 @@ def _reached(tree: _Tree) -> dict[str, tuple[RenderCall, ...]]:
         if base.startswith("_") or base == "NOTES.txt" or "/templates/" not in f"/{template.rest}":
             continue
         found: list[RenderCall] = []
+        prefix = tree.charts[template.chart].prefix  # its values, as the app's values name them
         for site in tops.get(template.rest, ()):
             if not site.include:
-                found.append(_call(site, site))
+                found.append(_call(site, site, prefix))
                 continue
             for inner in calls_of(site.name, frozenset({site.name})):
-                found.append(_call(inner, site))
+                found.append(_call(inner, site, prefix))
         if found:
             unique = sorted(set(found), key=lambda c: (c.file, c.line, c.function))
             reached[template.rest] = tuple(unique)
     return reached
+
+
+def _mentions(text: str) -> bool:
+    """The text names a function of FUNCTIONS somewhere (a cheap test before parsing)."""
+    return any(name in text for name in FUNCTIONS)
+
+
+def _tainted(defines: Mapping[str, Sequence[_Site]]) -> set[str]:
+    """The named templates that call a function of FUNCTIONS, directly or by inclusion."""
+    out = {name for name, sites in defines.items() if any(not s.include for s in sites)}
+    grew = True
+    while grew:
+        grew = False
+        for name, sites in defines.items():
+            if name not in out and any(s.include and s.name in out for s in sites):
+                out.add(name)
+                grew = True
+    return out
 
 
 def _sites(template: _Template) -> Iterator[_Site]:
@@ -313,11 +345,13 @@ def _sites(template: _Template) -> Iterator[_Site]:
     text = template.text
     lines = text.splitlines()
     stack: list[str] = []  # "" for if/range/with, the name for define/block
+    line, seen = 1, 0
     for match in _ACTION.finditer(text):
         raw = match.group(1).strip(" \t\r\n-")
         if raw.startswith("/*"):
             continue  # a comment
-        line = text.count("\n", 0, match.start()) + 1
+        line += text.count("\n", seen, match.start())
+        seen = match.start()
         word = raw.split(None, 1)[0] if raw.split() else ""
         define = _DEFINE.match(raw)
         if define is not None:
@@ -355,9 +389,9 @@ def _site(
     return _Site(template.file, line, name, include, text, lines, define)
 
 
-def _call(call: _Site, site: _Site) -> RenderCall:
-    """A call, with the field it sets and the value that replaces it, from its own line or
-    from the line of the object's template that includes it."""
+def _call(call: _Site, site: _Site, prefix: str) -> RenderCall:
+    """A call, with the field it sets and the value that replaces it (under the subchart's
+    `prefix`), from its own line or from the line of the object's template that includes it."""
     field_name = _field(call) or (_field(site) if site is not call else "")
     value = _guard(call) or (_guard(site) if site is not call else "")
     return RenderCall(
@@ -365,7 +399,7 @@ def _call(call: _Site, site: _Site) -> RenderCall:
         line=call.line,
         function=call.name,
         field=field_name,
-        value=value,
+        value=prefix + value if value else "",
         via=call.define if site is not call else "",
     )
 
