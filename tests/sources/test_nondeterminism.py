@@ -5,6 +5,7 @@ The real-helm tests are skipped without a helm binary ($KUBECTL_GITDRIFT_HELM, o
 
 from __future__ import annotations
 
+import dataclasses
 import subprocess
 from collections.abc import Mapping
 from pathlib import Path
@@ -282,3 +283,21 @@ def test_no_templates_no_work(tmp_path: Path) -> None:
     tree = chart(tmp_path / "tree", {})
     assert not (tree / "charts/db/templates").exists()
     assert nondeterminism.examine(context(tree), [], unused) == ()
+
+
+@needs_helm
+def test_a_pulled_chart_names_its_templates_chart_relative(tmp_path: Path) -> None:
+    tree = chart(tmp_path / "tree", {"secret.yaml": SECRET}) / "charts/db"
+    ctx = dataclasses.replace(
+        context(tree),
+        source=AppSource(repo_url="https://charts.example.com", chart="db"),
+        path=".",
+        display="db",
+        origins=False,  # as sources/render.py renders a chart from a Helm repository
+    )
+    first = helm.Helm().render(ctx)
+    assert [m.origin for m in first] == [None]
+    (found,) = nondeterminism.examine(ctx, first, helm.Helm().render)
+    assert (found.template, found.chart) == ("templates/secret.yaml", "db")
+    assert found.calls[0].file == "templates/secret.yaml"
+    assert found.varied == ((SECRET_KEY, ("data", "password")),)
