@@ -25,6 +25,10 @@ from kubectl_gitdrift.model import RemedyKind, RenderCall, VaryingRender
 
 CODE = "nondeterministic-render"
 TIMED = frozenset({"now", "ago"})
+_RENDER_AGAIN = (
+    "a hard refresh makes the repo-server render the source again: the app stays Synced once "
+    "the field no longer changes from render to render"
+)
 _ANY = object()  # a list element: matches an index or a merge key
 
 
@@ -214,6 +218,15 @@ def _fixes(
             ),
             commands=(command,),
             snippet=snippet,
+        )
+    )
+    name = policies.app_arg(app)
+    out.append(
+        model.Remedy(
+            RemedyKind.VERIFY,
+            "Verify a new render leaves it Synced",
+            steps=(_RENDER_AGAIN,),
+            commands=(f"argocd app get {name} --hard-refresh",),
         )
     )
     return tuple(out)

@@ -95,7 +95,8 @@ def test_a_field_two_renders_disagree_on_is_claimed_neither_adoptable_nor_revert
         "chartValue": "auth.password",
         "existingSecret": "auth.existingSecret",
     }
-    fixed, ignore = cause.fixes
+    fixed, ignore, verify = cause.fixes
+    assert verify.commands == ("argocd app get db --hard-refresh",)
     assert fixed.kind is RemedyKind.PREVENT
     assert fixed.title == "Give charts/db a fixed password instead of randAlphaNum"
     assert fixed.snippet == (
@@ -128,7 +129,7 @@ def test_a_time_function_is_tied_to_the_field_its_line_sets() -> None:
     (cause,) = nondeterminism.detect(_ctx([_drift(key, path, ("data", "a"))], varying))
     assert cause.path == path
     assert cause.evidence["renderedTwice"] == "not compared"
-    (fix, _ignore) = cause.fixes
+    (fix, _ignore, _verify) = cause.fixes
     assert fix.title == "Make charts/db/templates/cm.yaml render deployed-on the same every time"
 
 
