@@ -190,7 +190,8 @@ class RenderCall:
     file: str  # where it is written: repo-relative, or chart-relative in a pulled chart
     line: int
     function: str  # "randAlphaNum"
-    field: str = ""  # the YAML key the line (or the line that includes it) sets, "" if none
+    fields: tuple[str, ...] = ()  # the YAML keys it sets: on its line, through its variable, or
+    # on the line that includes it ("password")
     value: str = ""  # the chart value that replaces it when set ("auth.password"), "" if none
     via: str = ""  # the named template it is written in, when the object's template includes it
 

@@ -92,11 +92,7 @@ def _match(
     leaf = _leaf(key, path)
     for render in renders:
         for call in render.calls:
-            if (
-                call.field
-                and call.field == leaf
-                and (call.function in TIMED or not render.compared)
-            ):
+            if leaf in call.fields and (call.function in TIMED or not render.compared):
                 return render, call, False
     return None
 
@@ -130,7 +126,7 @@ def _call_for(calls: Sequence[RenderCall], path: model.FieldPath) -> RenderCall 
     derives from another template's calls, e.g. a checksum of it)."""
     leaf = next((e for e in reversed(path) if isinstance(e, str)), "")
     for call in calls:
-        if call.field == leaf:
+        if leaf in call.fields:
             return call
     return calls[0] if calls else None
 
@@ -173,8 +169,8 @@ def _call_evidence(call: RenderCall) -> dict[str, Any]:
     out: dict[str, Any] = {"file": call.file, "line": call.line, "function": call.function}
     if call.via:
         out["namedTemplate"] = call.via
-    if call.field:
-        out["field"] = call.field
+    if call.fields:
+        out["fields"] = list(call.fields)
     return out
 
 
@@ -234,7 +230,7 @@ def _fixes(
 
 def _fixed_value(render: VaryingRender, call: RenderCall) -> model.Remedy:
     where = describe(call)
-    what = call.field or "the value"
+    what = call.fields[0] if call.fields else "the value"
     if call.value or render.existing_secret:
         steps: list[str] = []
         snippet = ""

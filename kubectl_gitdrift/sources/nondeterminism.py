@@ -392,33 +392,34 @@ def _site(
 def _call(call: _Site, site: _Site, prefix: str) -> RenderCall:
     """A call, with the field it sets and the value that replaces it (under the subchart's
     `prefix`), from its own line or from the line of the object's template that includes it."""
-    field_name = _field(call) or (_field(site) if site is not call else "")
+    fields = _fields(call) or (_fields(site) if site is not call else ())
     value = _guard(call) or (_guard(site) if site is not call else "")
     return RenderCall(
         file=call.file,
         line=call.line,
         function=call.name,
-        field=field_name,
+        fields=fields,
         value=prefix + value if value else "",
         via=call.define if site is not call else "",
     )
 
 
-def _field(site: _Site) -> str:
-    """The YAML key the line sets, or the key of a later line of the same file that uses the
+def _fields(site: _Site) -> tuple[str, ...]:
+    """The YAML key the line sets, or the keys of the later lines of the same file that use the
     variable the line assigns (`{{ $pw := ... }}` then `password: {{ $pw }}`)."""
     key = _KEY.match(site.text)
     if key is not None:
-        return key.group(1)
+        return (key.group(1),)
     var = _VARIABLE.search(site.text)
     if var is None:
-        return ""
+        return ()
     use = re.compile(r"\$" + re.escape(var.group(1)) + r"\b")
-    for text in site.lines[site.line : site.line + 40]:
+    out: list[str] = []
+    for text in site.lines[site.line : site.line + 60]:
         key = _KEY.match(text)
-        if key is not None and use.search(text):
-            return key.group(1)
-    return ""
+        if key is not None and use.search(text) and key.group(1) not in out:
+            out.append(key.group(1))
+    return tuple(out)
 
 
 def _guard(site: _Site) -> str:

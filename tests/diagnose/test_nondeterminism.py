@@ -24,7 +24,7 @@ CALL = RenderCall(
     file="charts/db/templates/secret.yaml",
     line=9,
     function="randAlphaNum",
-    field="password",
+    fields=("password",),
     value="auth.password",
 )
 
@@ -90,7 +90,7 @@ def test_a_field_two_renders_disagree_on_is_claimed_neither_adoptable_nor_revert
             "file": "charts/db/templates/secret.yaml",
             "line": 9,
             "function": "randAlphaNum",
-            "field": "password",
+            "fields": ["password"],
         },
         "chartValue": "auth.password",
         "existingSecret": "auth.existingSecret",
@@ -123,7 +123,7 @@ def test_string_data_is_compared_as_data() -> None:
 
 def test_a_time_function_is_tied_to_the_field_its_line_sets() -> None:
     key = model.ObjectKey("", "ConfigMap", "shop", "x")
-    now = RenderCall("charts/db/templates/cm.yaml", 6, "now", field="deployed-on")
+    now = RenderCall("charts/db/templates/cm.yaml", 6, "now", fields=("deployed-on",))
     varying = _render(objects=(key,), calls=(now,), varied=(), template=now.file)
     path = ("metadata", "annotations", "deployed-on")
     (cause,) = nondeterminism.detect(_ctx([_drift(key, path, ("data", "a"))], varying))
@@ -148,7 +148,7 @@ def test_a_derived_value_names_the_calls_it_comes_from() -> None:
             "file": "charts/db/templates/secret.yaml",
             "line": 9,
             "function": "randAlphaNum",
-            "field": "password",
+            "fields": ["password"],
         }
     ]
 

@@ -118,7 +118,7 @@ def test_a_generated_password_is_named_and_proven_by_a_second_render(tmp_path: P
             file="charts/db/templates/secret.yaml",
             line=6,
             function="randAlphaNum",
-            field="password",
+            fields=("password",),
             value="auth.password",
         ),
     )
@@ -171,7 +171,7 @@ def test_a_named_template_of_a_packaged_subchart(tmp_path: Path) -> None:
     (call,) = found.calls
     assert call.file == "charts/db/charts/token-1.0.0.tgz/token/templates/_token.tpl"
     assert (call.line, call.function, call.via) == (3, "uuidv4", "token.value")
-    assert (call.field, call.value) == ("token", "token.token")  # the subchart's own value
+    assert (call.fields, call.value) == (("token",), "token.token")  # the subchart's own value
     assert found.varied == ((key, ("stringData", "token")),)
     assert found.existing_secret == "token.existingSecret"
 
@@ -226,10 +226,10 @@ data:
     first = [Manifest(ObjectKey("", "Secret", "", "x"), body, "charts/db/templates/secret.yaml")]
     (found,) = nondeterminism.examine(context(tree), first, lambda ctx: None)  # type: ignore[arg-type, return-value]
     (call,) = found.calls
-    assert (call.line, call.function, call.field, call.value) == (
+    assert (call.line, call.function, call.fields, call.value) == (
         5,
         "randAlphaNum",
-        "api-token",
+        ("api-token",),
         "auth.token",
     )
     assert not found.compared  # the second render failed: the text is all the evidence
@@ -248,7 +248,7 @@ def test_a_time_function_stays_evidence_when_two_renders_agree(tmp_path: Path) -
     (found,) = nondeterminism.examine(context(tree), first, same(first))
     assert found.compared
     assert found.varied == ()
-    assert [(c.function, c.field) for c in found.calls] == [("now", "deployed-on")]
+    assert [(c.function, c.fields) for c in found.calls] == [("now", ("deployed-on",))]
 
 
 def test_an_object_derived_from_another_template_is_kept_without_calls(tmp_path: Path) -> None:
