@@ -204,7 +204,7 @@ def _fixes(
     out.append(
         model.Remedy(
             RemedyKind.PREVENT,
-            f"Or ignore {drift.key.short()} {fields}, which renders differently each time",
+            f"Or ignore {drift.key.short()} {fields} (rendered anew each time)",
             steps=(
                 (
                     "Argo CD then leaves the value the object already has; with "
@@ -249,10 +249,18 @@ def _fixed_value(render: VaryingRender, call: RenderCall) -> model.Remedy:
             snippet += f"# {'or ' if call.value else ''}a Secret you manage:\n" + _values_yaml(
                 render.existing_secret, "<the Secret's name>"
             )
-        steps.append("a secret value belongs in a Secret you manage, not in plain values in git")
+        if call.value:
+            steps.append(
+                "a secret value belongs in a Secret you manage, not in plain values in git"
+            )
+        title = (
+            f"Give {render.chart} a fixed {what} instead of {call.function}"
+            if call.value
+            else f"Give {render.chart} a Secret you manage instead of {call.function}"
+        )
         return model.Remedy(
             RemedyKind.PREVENT,
-            f"Give {render.chart} a fixed {what} instead of {call.function}",
+            title,
             steps=tuple(steps),
             snippet=snippet,
         )

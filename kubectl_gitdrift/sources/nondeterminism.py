@@ -70,6 +70,7 @@ _KEY = re.compile(r"""^\s*(?:-\s+)?["']?([\w.\-/]+)["']?\s*:(?:\s|$)""")
 _VALUE = re.compile(r"\.Values\.([A-Za-z_][\w]*(?:\.[A-Za-z_][\w]*)*)")
 _PROVIDED = re.compile(r'"providedValues"\s*\(\s*list\s+"([\w.]+)"')
 _VARIABLE = re.compile(r"\$(\w+)\s*:?=")
+_FALLBACK = re.compile(r"\b(?:default|coalesce|ternary)\b")  # a value, else the call
 
 
 @dataclass
@@ -429,9 +430,11 @@ def _guard(site: _Site) -> str:
     provided = _PROVIDED.search(site.text)
     if provided is not None:
         return provided.group(1)
-    value = _VALUE.search(site.text)
-    if value is not None:
-        return value.group(1)
+    if _FALLBACK.search(site.text):
+        arguments = _arguments(site.text, site.name)
+        for value in _VALUE.finditer(site.text):
+            if not any(start <= value.start() < end for start, end in arguments):
+                return value.group(1)  # not an argument of the call (its validity, its length)
     in_else = False
     for text in reversed(site.lines[max(0, site.line - 9) : site.line - 1]):
         for action in reversed(_ACTION.findall(text)):
@@ -444,6 +447,27 @@ def _guard(site: _Site) -> str:
             elif words[:1] == ["end"]:
                 return ""
     return ""
+
+
+def _arguments(text: str, function: str) -> list[tuple[int, int]]:
+    """Where the arguments of each call of `function` on a line are: up to the `)` that
+    closes the group it is in, a `|`, or the end of the action."""
+    out = []
+    for call in re.finditer(r"(?<![\w.$])" + re.escape(function) + r"\b", text):
+        depth, end = 0, call.end()
+        while end < len(text):
+            char = text[end]
+            if char == "(":
+                depth += 1
+            elif char == ")":
+                if depth == 0:
+                    break
+                depth -= 1
+            elif (char == "|" and depth == 0) or text.startswith("}}", end):
+                break
+            end += 1
+        out.append((call.end(), end))
+    return out
 
 
 def _existing_secret(chart: _Chart, calls: Sequence[RenderCall]) -> str:

@@ -165,6 +165,7 @@ def test_the_rule_says_what_a_sync_and_self_heal_do() -> None:
     assert "selfHeal would rotate it at every refresh" in finding.message
     assert "Argo CD still says Synced" in finding.message
     assert "lookup" in finding.evidence["lookup"]
+    assert "The chart's lookup, meant to keep the value already in the cluster" in finding.message
     assert finding.hint is not None
     assert "auth.password" in finding.hint
 

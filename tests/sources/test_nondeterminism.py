@@ -235,6 +235,18 @@ data:
     assert not found.compared  # the second render failed: the text is all the evidence
 
 
+def test_an_argument_of_the_call_is_no_value_that_replaces_it(tmp_path: Path) -> None:
+    template = (
+        "apiVersion: v1\nkind: Secret\nmetadata: {name: x}\ndata:\n"
+        "  key: {{ randAlphaNum (int .Values.keyLength) | b64enc }}\n"
+        "  token: {{ .Values.token | default (randAlphaNum (int .Values.keyLength)) }}\n"
+    )
+    tree = chart(tmp_path / "tree", {"secret.yaml": template})
+    first = [Manifest(ObjectKey("", "Secret", "", "x"), {}, "charts/db/templates/secret.yaml")]
+    (found,) = nondeterminism.examine(context(tree), first, lambda ctx: None)  # type: ignore[arg-type, return-value]
+    assert [(c.fields, c.value) for c in found.calls] == [(("key",), ""), (("token",), "token")]
+
+
 def test_a_time_function_stays_evidence_when_two_renders_agree(tmp_path: Path) -> None:
     template = (
         "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\n  annotations:\n"

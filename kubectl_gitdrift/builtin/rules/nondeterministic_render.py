@@ -51,6 +51,12 @@ def check(ctx: RuleContext) -> Iterator[Finding]:
             else "it changes with the time of the render"
         )
         guard = evidence.get("chartValue") or evidence.get("existingSecret")
+        lookup = (
+            " The chart's lookup, meant to keep the value already in the cluster, finds nothing "
+            "there: Argo CD's repo-server renders without cluster access."
+            if evidence.get("lookup")
+            else ""
+        )
         cached = (
             " Argo CD still says Synced: it compares with the render it cached, until it renders "
             "again."
@@ -65,7 +71,7 @@ def check(ctx: RuleContext) -> Iterator[Finding]:
                 "OutOfSync again whenever its repo-server renders the source (a hard refresh, "
                 "its render cache expiring, a new commit). A sync writes yet another value "
                 "(a new secret each time) and does not clear it; selfHeal would rotate it at "
-                f"every refresh.{cached}"
+                f"every refresh.{lookup}{cached}"
             ),
             key=cause.key,
             path=cause.path,
