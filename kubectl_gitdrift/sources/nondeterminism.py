@@ -159,7 +159,7 @@ def examine(
                 calls=tuple(c for c in calls if c.function != "lookup"),
                 varied=paths,
                 compared=again is not None,
-                existing_secret=_existing_secret(values, calls),
+                existing_secret=_existing_secret(values, calls, rest, keys),
                 lookup=any(c.function == "lookup" for c in calls),
             )
         )
@@ -470,17 +470,25 @@ def _arguments(text: str, function: str) -> list[tuple[int, int]]:
     return out
 
 
-def _existing_secret(chart: _Chart, calls: Sequence[RenderCall]) -> str:
-    """The chart's `existingSecret` value nearest the calls' guard (in the top chart's values)."""
-    found = sorted(_keys_named(chart.values, "existingSecret", ()))
-    if not found:
+def _existing_secret(
+    chart: _Chart, calls: Sequence[RenderCall], rest: str, keys: Sequence[ObjectKey]
+) -> str:
+    """The chart's `existingSecret` value for a template that renders a Secret: the one nearest
+    the calls' guard, else the one whose path names the template or the Secret (`tls` for
+    templates/tls-secret.yaml), else the shortest."""
+    secrets = [k for k in keys if (k.group, k.kind) == ("", "Secret")]
+    found: list[tuple[str, ...]] = sorted(_keys_named(chart.values, "existingSecret", ()))
+    if not secrets or not found:
         return ""
-    guards = [c.value.split(".") for c in calls if c.value]
+    guards = [c.value.removeprefix(chart.prefix).split(".") for c in calls if c.value]
+    words = set(re.split(r"[^a-z0-9]+", " ".join([rest, *(k.name for k in secrets)]).lower()))
 
-    def shared(path: tuple[str, ...]) -> int:
-        return max((_common(path, g) for g in guards), default=0)
+    def score(path: tuple[str, ...]) -> tuple[int, int, int]:
+        shared = max((_common(path, g) for g in guards), default=0)
+        named = sum(1 for part in path[:-1] if part.lower() in words)
+        return (shared, named, -len(path))
 
-    best = max(found, key=lambda p: (shared(p), -len(p)))
+    best = max(found, key=score)
     return chart.prefix + ".".join(best)
 
 

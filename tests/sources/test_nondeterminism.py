@@ -247,6 +247,22 @@ def test_an_argument_of_the_call_is_no_value_that_replaces_it(tmp_path: Path) ->
     assert [(c.fields, c.value) for c in found.calls] == [(("key",), ""), (("token",), "token")]
 
 
+def test_the_existing_secret_is_the_one_the_template_or_the_secret_names(tmp_path: Path) -> None:
+    values = 'auth:\n  existingSecret: ""\ntls:\n  existingSecret: ""\n'
+    template = (
+        "apiVersion: v1\nkind: Secret\nmetadata: {name: db-tls}\ndata:\n"
+        '  tls.key: {{ genPrivateKey "rsa" | b64enc }}\n'
+    )
+    tree = chart(tmp_path / "tree", {"tls-secret.yaml": template}, values=values)
+    key = ObjectKey("", "Secret", "", "db-tls")
+    first = [Manifest(key, {}, "charts/db/templates/tls-secret.yaml")]
+    (found,) = nondeterminism.examine(context(tree), first, lambda ctx: None)  # type: ignore[arg-type, return-value]
+    assert found.existing_secret == "tls.existingSecret"
+    config = [Manifest(ObjectKey("", "ConfigMap", "", "x"), {}, first[0].origin)]
+    (found,) = nondeterminism.examine(context(tree), config, lambda ctx: None)  # type: ignore[arg-type, return-value]
+    assert found.existing_secret == ""  # no Secret: no Secret of one's own to offer
+
+
 def test_a_time_function_stays_evidence_when_two_renders_agree(tmp_path: Path) -> None:
     template = (
         "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\n  annotations:\n"
