@@ -23,6 +23,8 @@ the evidence it rests on (rule -> module -> codes):
 - builtin/missing-extraneous (missing_extraneous): missing-resource, extraneous-resource
 - builtin/ssa-field-released (ssa_field_released): ssa-field-released (git dropped a field
   other managers also own: a server-side apply keeps it)
+- builtin/nondeterministic-render (nondeterministic_render): nondeterministic-render (the
+  source renders the field differently each time: randAlphaNum, genCA, now, ...)
 
 Each rule module holds ID, SEVERITY, CODES, DOC and `check(ctx)`; what several rules share is
 in `_common`, and no rule module imports another. A new rule is a new module added to RULES.
@@ -38,6 +40,7 @@ from kubectl_gitdrift.builtin.rules import (
     last_sync_failed,
     manual_drift,
     missing_extraneous,
+    nondeterministic_render,
     self_heal,
     ssa_field_released,
     sync_policy,
@@ -59,6 +62,7 @@ RULES = (
     tracking,
     controller_rbac,
     missing_extraneous,
+    nondeterministic_render,
 )
 """The rule modules in registration order (the order hooks and listings have always seen)."""
 
