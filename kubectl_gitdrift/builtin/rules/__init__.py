@@ -23,6 +23,8 @@ the evidence it rests on (rule -> module -> codes):
 - builtin/missing-extraneous (missing_extraneous): missing-resource, extraneous-resource
 - builtin/ssa-field-released (ssa_field_released): ssa-field-released (git dropped a field
   other managers also own: a server-side apply keeps it)
+- builtin/server-filled (server_filled): server-filled (only fields the API server fills in
+  differ; no sync or selfHeal clears it)
 
 Each rule module holds ID, SEVERITY, CODES, DOC and `check(ctx)`; what several rules share is
 in `_common`, and no rule module imports another. A new rule is a new module added to RULES.
@@ -39,6 +41,7 @@ from kubectl_gitdrift.builtin.rules import (
     manual_drift,
     missing_extraneous,
     self_heal,
+    server_filled,
     ssa_field_released,
     sync_policy,
     sync_windows,
@@ -59,6 +62,7 @@ RULES = (
     tracking,
     controller_rbac,
     missing_extraneous,
+    server_filled,
 )
 """The rule modules in registration order (the order hooks and listings have always seen)."""
 
