@@ -305,6 +305,10 @@ def _server_side_diff(app: model.Application) -> Remedy:
                 'for every app at once: controller.diff.server.side: "true" in '
                 f"{PARAMS_CM}, then restart the application controller"
             ),
+            (
+                "gitdrift emulates Server-Side Diff offline from managedFields and cannot know "
+                "what the server fills: check the result with --server-dry-run"
+            ),
         ),
         commands=(
             f"kubectl patch application {app.name} -n {app.namespace} --type merge -p '{body}'",
@@ -312,6 +316,7 @@ def _server_side_diff(app: model.Application) -> Remedy:
                 f"kubectl patch configmap {PARAMS_CM} -n {app.namespace} --type merge "
                 """-p '{"data":{"controller.diff.server.side":"true"}}'"""
             ),
+            f"kubectl gitdrift {policies.app_arg(app)} --server-dry-run",
         ),
     )
 
