@@ -38,6 +38,7 @@ CODES = {
     "tracking-id-mismatch",
     "tracking-id-copied",
     "controller-forbidden",
+    "server-filled",
 }
 
 
@@ -90,6 +91,7 @@ def test_the_rules_register_in_their_historic_order() -> None:
         "builtin/tracking",
         "builtin/controller-rbac",
         "builtin/missing-extraneous",
+        "builtin/server-filled",
     ]
 
 
