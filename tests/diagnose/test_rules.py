@@ -39,6 +39,7 @@ CODES = {
     "tracking-id-copied",
     "controller-forbidden",
     "server-filled",
+    "ignore-rule-unmatched",
 }
 
 
@@ -91,6 +92,7 @@ def test_the_rules_register_in_their_historic_order() -> None:
         "builtin/tracking",
         "builtin/controller-rbac",
         "builtin/missing-extraneous",
+        "builtin/ignore-rule-unmatched",
         "builtin/server-filled",
     ]
 

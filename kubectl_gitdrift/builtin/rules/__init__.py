@@ -23,6 +23,8 @@ the evidence it rests on (rule -> module -> codes):
 - builtin/missing-extraneous (missing_extraneous): missing-resource, extraneous-resource
 - builtin/ssa-field-released (ssa_field_released): ssa-field-released (git dropped a field
   other managers also own: a server-side apply keeps it)
+- builtin/ignore-rule-unmatched (ignore_rule_unmatched): ignore-rule-unmatched (an ignore
+  rule matches no resource of the app while a difference at its path remains)
 - builtin/server-filled (server_filled): server-filled (only fields the API server fills in
   differ; no sync or selfHeal clears it)
 
@@ -36,6 +38,7 @@ from kubectl_gitdrift.builtin.rules import (
     controller_rbac,
     field_fight,
     git_ahead,
+    ignore_rule_unmatched,
     ignored_but_overwritten,
     last_sync_failed,
     manual_drift,
@@ -62,6 +65,7 @@ RULES = (
     tracking,
     controller_rbac,
     missing_extraneous,
+    ignore_rule_unmatched,
     server_filled,
 )
 """The rule modules in registration order (the order hooks and listings have always seen)."""
