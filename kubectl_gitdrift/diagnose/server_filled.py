@@ -65,10 +65,15 @@ def detect(ctx: rules.Context) -> Iterator[Cause]:
         if drift.status is not model.ResourceStatus.OUT_OF_SYNC or not drift.changes:
             continue
         schema = _crd_schema(ctx, drift) if ctx.managed_fields_known else None
+        claimed: list[tuple[model.Change, list[Filled]]] = []
         for change in drift.changes:
             filled = explain(drift, change, schema)
-            if filled is None or not _nobody_wrote(ctx, drift.key, change):
-                continue
+            if filled is not None and _nobody_wrote(ctx, drift.key, change):
+                claimed.append((change, filled))
+        if not claimed:
+            continue
+        remedies = fixes(ctx.app, ctx.strategy, drift, claimed)  # one set for the resource
+        for change, filled in claimed:
             yield Cause(
                 code=CODE,
                 key=drift.key,
@@ -78,13 +83,9 @@ def detect(ctx: rules.Context) -> Iterator[Cause]:
                     "pointer": model.pointer(change.path, drift.live or {}),
                     "strategy": ctx.strategy.value,
                     "fields": [f.evidence(change.path) for f in filled],
-                    **(
-                        {"owner": _owner(change.owner)}
-                        if change.owner is not None
-                        else {"owner": None}
-                    ),
+                    "owner": _owner(change.owner) if change.owner is not None else None,
                 },
-                fixes=fixes(ctx.app, ctx.strategy, drift, change, filled),
+                fixes=remedies,
                 adoptable=False,
                 revertable=False,
             )
@@ -235,16 +236,15 @@ def fixes(
     app: model.Application,
     strategy: model.DiffStrategy,
     drift: model.Drift,
-    change: model.Change,
-    filled: Sequence[Filled],
+    claimed: Sequence[tuple[model.Change, Sequence[Filled]]],
 ) -> tuple[Remedy, ...]:
-    """Write the fields in git (when that alone clears the difference), compare with Server-Side
-    Diff (unless the app already does), or ignore the field in this app."""
+    """For one resource's server-filled changes: write the fields in git (when that alone clears
+    them), compare with Server-Side Diff (unless the app already does), or ignore them."""
     out: list[Remedy] = []
     key = drift.key
-    where = f"{drift.origin}: " if drift.origin else ""
+    filled = [f for _, fs in claimed for f in fs]
     if all(f.writable for f in filled):
-        snippet = _git_yaml(drift, filled)
+        where = f"{drift.origin}: " if drift.origin else ""
         added = ", ".join(
             f"{model.display_path(f.path)}: {policies.yaml_scalar(f.live)}" for f in filled
         )
@@ -257,35 +257,53 @@ def fixes(
                     "commit and push; the next sync stores the same object and the diff is empty",
                 ),
                 file=drift.origin,
-                snippet=snippet,
+                snippet=_git_yaml(drift, filled),
             )
         )
     if strategy is not model.DiffStrategy.SERVER_SIDE_DIFF:
         out.append(_server_side_diff(app))
-    pointer = model.pointer(change.path, drift.live or {})
-    snippet, command = policies.ignore_differences(app, key, [pointer])
+    out.append(_ignore(app, drift, claimed))
+    return tuple(out)
+
+
+def _ignore(
+    app: model.Application,
+    drift: model.Drift,
+    claimed: Sequence[tuple[model.Change, Sequence[Filled]]],
+) -> Remedy:
+    """The exact ignoreDifferences rule: each filled field's pointer, or the whole changed field
+    where git's side has what live lacks (Argo CD's own defaulting: ignoring it cannot help, as
+    the defaults are applied after the ignore rules)."""
+    key = drift.key
+    live = drift.live or {}
+    pointers: list[str] = []
+    whole: list[model.FieldPath] = []
+    for change, filled in claimed:
+        if all(f.desired is _ABSENT for f in filled):
+            pointers += [model.pointer(f.path, live) for f in filled]
+        else:
+            pointers.append(model.pointer(change.path, live))
+            whole.append(change.path)
+    snippet, command = policies.ignore_differences(app, key, pointers)
     steps = [
         (
-            f"ignore {pointer} of {key.short()} in {policies.app_arg(app)}: Argo CD then leaves "
-            "it out of the comparison"
+            f"ignore {', '.join(pointers)} of {key.short()} in {policies.app_arg(app)}: Argo CD "
+            "then leaves them out of the comparison"
         )
     ]
-    if change.path == ("spec", "volumeClaimTemplates"):
+    if ("spec", "volumeClaimTemplates") in whole:
         steps.append(
-            "the list is compared whole; an existing StatefulSet's claim templates cannot be "
-            "changed by an apply anyway (the API server refuses it), so nothing a sync could do "
-            "is hidden"
+            "the claim templates are compared whole; an existing StatefulSet's claim templates "
+            "cannot be changed by an apply anyway (the API server refuses it), so nothing a sync "
+            "could do is hidden"
         )
-    out.append(
-        Remedy(
-            RemedyKind.PREVENT,
-            f"Or ignore {model.display_path(change.path)} of {key.short()}",
-            steps=tuple(steps),
-            commands=(command,),
-            snippet=snippet,
-        )
+    return Remedy(
+        RemedyKind.PREVENT,
+        f"Or ignore the fields the server fills in {key.short()}",
+        steps=tuple(steps),
+        commands=(command,),
+        snippet=snippet,
     )
-    return tuple(out)
 
 
 def _server_side_diff(app: model.Application) -> Remedy:
@@ -323,16 +341,19 @@ def _server_side_diff(app: model.Application) -> Remedy:
 
 def _git_yaml(drift: model.Drift, filled: Sequence[Filled]) -> str:
     """The object's fields to add, as YAML: the kind, the name, and each filled field at its
-    path (a list item keeps its index's place and, for claim templates, its name)."""
+    path (a list item keeps its index's place, and its name: metadata.name or name)."""
     tree: dict[Any, Any] = {}
     for f in filled:
         node = tree
         for i, elem in enumerate(f.path[:-1]):
             node = node.setdefault(elem, {})
             if isinstance(elem, int):  # name the list item, as a reader finds it in git
-                name = _item_name(drift.live, f.path[: i + 1])
-                if name is not None:
-                    node.setdefault("metadata", {}).setdefault("name", name)
+                item = _item(drift.live, f.path[: i + 1])
+                meta = item.get("metadata")
+                if isinstance(meta, Mapping) and isinstance(meta.get("name"), str):
+                    node.setdefault("metadata", {}).setdefault("name", meta["name"])
+                elif isinstance(item.get("name"), str):
+                    node.setdefault("name", item["name"])
         node[f.path[-1]] = f.live
     body = {
         "apiVersion": (drift.live or {}).get("apiVersion"),
@@ -343,21 +364,23 @@ def _git_yaml(drift: model.Drift, filled: Sequence[Filled]) -> str:
     return yaml.safe_dump(body, sort_keys=False, default_flow_style=False)
 
 
-def _item_name(live: model.Body | None, path: model.FieldPath) -> str | None:
+def _item(live: model.Body | None, path: model.FieldPath) -> Mapping[str, Any]:
     found, item = model.lookup(live or {}, path)
-    name = (item.get("metadata") or {}).get("name") if found and isinstance(item, Mapping) else None
-    return str(name) if name is not None else None
+    return item if found and isinstance(item, Mapping) else {}
 
 
 _FIRST = {"apiVersion": 0, "kind": 1, "metadata": 2, "spec": 3}
 
 
-def _lists(node: Any) -> Any:
-    """Maps keyed by list indexes become lists, in index order; apiVersion, kind, metadata and
-    spec first, as manifests write them."""
+def _lists(node: Any, top: bool = True) -> Any:
+    """Maps keyed by list indexes become lists, in index order; the object starts with
+    apiVersion, kind, metadata and spec, a list item with its name, as manifests write them."""
     if not isinstance(node, dict):
         return node
     if node and all(isinstance(k, int) for k in node):
-        return [_lists(node[k]) for k in sorted(node)]
-    keys = sorted(node, key=lambda k: _FIRST.get(k, len(_FIRST)))
-    return {k: _lists(node[k]) for k in keys}
+        return [_lists(node[k], False) for k in sorted(node)]
+    if top:
+        keys = sorted(node, key=lambda k: _FIRST.get(k, len(_FIRST)))
+    else:
+        keys = sorted(node, key=lambda k: k not in ("metadata", "name"))
+    return {k: _lists(node[k], False) for k in keys}

@@ -123,6 +123,9 @@ def test_claim_templates_before_1_34_offer_apiversion_and_kind_in_git() -> None:
         },
     }
     assert "status" not in (adopt.snippet or "")
+    # what git lacks is ignored field by field (a pointer each), not the whole list
+    ignore = cause.fixes[-1]
+    assert '"jsonPointers":["/spec/volumeClaimTemplates/0/apiVersion",' in ignore.commands[0]
 
 
 @pytest.mark.parametrize(
@@ -215,6 +218,24 @@ def test_a_crd_schema_default_git_does_not_set_is_server_filled() -> None:
     assert yaml.safe_load(cause.fixes[0].snippet or "")["spec"] == {"mode": "auto"}
 
 
+def test_one_set_of_fixes_for_all_the_filled_fields_of_a_resource() -> None:
+    mode = model.Change(Op.REMOVE, ("spec", "mode"), None, "auto", None)
+    ports = model.Change(
+        Op.CHANGE, ("spec", "ports"), [{"port": 80}], [{"port": 80, "protocol": "TCP"}], ARGOCD
+    )
+    drift = replace(_widget(mode), changes=(mode, ports))
+    ctx = _ctx(drift, live=(CRD,))
+    first, second = ctx.cause(WIDGET, ("spec", "mode")), ctx.cause(WIDGET, ("spec", "ports"))
+    assert first is not None
+    assert second is not None
+    assert first.fixes == second.fixes
+    assert yaml.safe_load(first.fixes[0].snippet or "")["spec"] == {
+        "mode": "auto",
+        "ports": [{"protocol": "TCP"}],
+    }
+    assert '"jsonPointers":["/spec/mode","/spec/ports/0/protocol"]' in first.fixes[-1].commands[0]
+
+
 def test_a_default_inside_an_atomic_list_is_server_filled() -> None:
     path = ("spec", "ports")
     change = model.Change(
@@ -256,7 +277,7 @@ def test_the_finding_says_what_sync_and_selfheal_do(self_heal: bool) -> None:
     assert finding.path == CLAIMS
     assert "Nobody changed them" in finding.message
     assert "stays OutOfSync after every sync" in finding.message
-    heal = "selfHeal re-syncs it" if self_heal else "turning selfHeal on would not clear it"
+    heal = "selfHeal keeps re-syncing it" if self_heal else "turning selfHeal on would not clear it"
     assert heal in finding.message
 
 
@@ -268,18 +289,15 @@ def test_no_server_side_diff_fix_when_the_app_already_uses_it() -> None:
     cause = ctx.cause(STS, CLAIMS)
     assert cause is not None
     assert [f.title for f in cause.fixes] == [
-        "Or ignore spec.volumeClaimTemplates of statefulset.apps/db"
+        "Or ignore the fields the server fills in statefulset.apps/db"
     ]
 
 
 def test_server_side_diff_keeps_the_other_compare_options() -> None:
     app = _app(annotations={"argocd.argoproj.io/compare-options": "IgnoreExtraneous"})
+    change = model.Change(Op.CHANGE, CLAIMS, [], [])
     fix = server_filled.fixes(
-        app,
-        model.DiffStrategy.STRUCTURED_MERGE,
-        _sts_drift([], []),
-        model.Change(Op.CHANGE, CLAIMS, [], []),
-        [],
+        app, model.DiffStrategy.STRUCTURED_MERGE, _sts_drift([], []), [(change, [])]
     )
     ssd = next(f for f in fix if f.title == "Compare with Server-Side Diff")
     assert "IgnoreExtraneous,ServerSideDiff=true" in ssd.commands[0]

@@ -41,7 +41,7 @@ def check(ctx: RuleContext) -> Iterator[Finding]:
         field = model.display_path(cause.path or ())
         filled = "; ".join(_groups(fields))
         heal = (
-            "selfHeal re-syncs it, and it comes back after every sync"
+            "selfHeal keeps re-syncing it, to no effect"
             if ctx.app.sync_policy.self_heal
             else "turning selfHeal on would not clear it either"
         )
