@@ -38,6 +38,7 @@ CODES = {
     "tracking-id-mismatch",
     "tracking-id-copied",
     "controller-forbidden",
+    "nondeterministic-render",
     "server-filled",
     "ignore-rule-unmatched",
 }
@@ -92,6 +93,7 @@ def test_the_rules_register_in_their_historic_order() -> None:
         "builtin/tracking",
         "builtin/controller-rbac",
         "builtin/missing-extraneous",
+        "builtin/nondeterministic-render",
         "builtin/ignore-rule-unmatched",
         "builtin/server-filled",
     ]

@@ -23,6 +23,8 @@ the evidence it rests on (rule -> module -> codes):
 - builtin/missing-extraneous (missing_extraneous): missing-resource, extraneous-resource
 - builtin/ssa-field-released (ssa_field_released): ssa-field-released (git dropped a field
   other managers also own: a server-side apply keeps it)
+- builtin/nondeterministic-render (nondeterministic_render): nondeterministic-render (the
+  source renders the field differently each time: randAlphaNum, genCA, now, ...)
 - builtin/ignore-rule-unmatched (ignore_rule_unmatched): ignore-rule-unmatched (an ignore
   rule matches no resource of the app while a difference at its path remains)
 - builtin/server-filled (server_filled): server-filled (only fields the API server fills in
@@ -43,6 +45,7 @@ from kubectl_gitdrift.builtin.rules import (
     last_sync_failed,
     manual_drift,
     missing_extraneous,
+    nondeterministic_render,
     self_heal,
     server_filled,
     ssa_field_released,
@@ -65,6 +68,7 @@ RULES = (
     tracking,
     controller_rbac,
     missing_extraneous,
+    nondeterministic_render,
     ignore_rule_unmatched,
     server_filled,
 )
