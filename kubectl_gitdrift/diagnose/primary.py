@@ -13,12 +13,16 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 
-from kubectl_gitdrift.diagnose import nondeterminism, rules
+from kubectl_gitdrift.diagnose import ignore_unmatched, nondeterminism, rules, server_filled
 from kubectl_gitdrift.diagnose.causes import Cause, CauseKey
 
 Detector = Callable[[rules.Context], Iterable[Cause]]
 
-DETECTORS: tuple[Detector, ...] = (nondeterminism.detect,)
+DETECTORS: tuple[Detector, ...] = (
+    ignore_unmatched.detect,
+    nondeterminism.detect,
+    server_filled.detect,
+)
 """Most specific first; each detector is one module of diagnose/ (see docs/diagnosis.md)."""
 
 

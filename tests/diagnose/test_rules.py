@@ -39,6 +39,8 @@ CODES = {
     "tracking-id-copied",
     "controller-forbidden",
     "nondeterministic-render",
+    "server-filled",
+    "ignore-rule-unmatched",
 }
 
 
@@ -92,6 +94,8 @@ def test_the_rules_register_in_their_historic_order() -> None:
         "builtin/controller-rbac",
         "builtin/missing-extraneous",
         "builtin/nondeterministic-render",
+        "builtin/ignore-rule-unmatched",
+        "builtin/server-filled",
     ]
 
 

@@ -25,6 +25,10 @@ the evidence it rests on (rule -> module -> codes):
   other managers also own: a server-side apply keeps it)
 - builtin/nondeterministic-render (nondeterministic_render): nondeterministic-render (the
   source renders the field differently each time: randAlphaNum, genCA, now, ...)
+- builtin/ignore-rule-unmatched (ignore_rule_unmatched): ignore-rule-unmatched (an ignore
+  rule matches no resource of the app while a difference at its path remains)
+- builtin/server-filled (server_filled): server-filled (only fields the API server fills in
+  differ; no sync or selfHeal clears it)
 
 Each rule module holds ID, SEVERITY, CODES, DOC and `check(ctx)`; what several rules share is
 in `_common`, and no rule module imports another. A new rule is a new module added to RULES.
@@ -36,12 +40,14 @@ from kubectl_gitdrift.builtin.rules import (
     controller_rbac,
     field_fight,
     git_ahead,
+    ignore_rule_unmatched,
     ignored_but_overwritten,
     last_sync_failed,
     manual_drift,
     missing_extraneous,
     nondeterministic_render,
     self_heal,
+    server_filled,
     ssa_field_released,
     sync_policy,
     sync_windows,
@@ -63,6 +69,8 @@ RULES = (
     controller_rbac,
     missing_extraneous,
     nondeterministic_render,
+    ignore_rule_unmatched,
+    server_filled,
 )
 """The rule modules in registration order (the order hooks and listings have always seen)."""
 
