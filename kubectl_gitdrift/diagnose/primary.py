@@ -13,12 +13,15 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 
-from kubectl_gitdrift.diagnose import rules
+from kubectl_gitdrift.diagnose import admission, deleting, rules
 from kubectl_gitdrift.diagnose.causes import Cause, CauseKey
 
 Detector = Callable[[rules.Context], Iterable[Cause]]
 
-DETECTORS: tuple[Detector, ...] = ()
+DETECTORS: tuple[Detector, ...] = (
+    deleting.detect,  # stuck-deleting: the whole resource, whatever else differs in it
+    admission.detect,  # admission-mutation
+)
 """Most specific first; each detector is one module of diagnose/ (see docs/diagnosis.md)."""
 
 

@@ -23,6 +23,10 @@ the evidence it rests on (rule -> module -> codes):
 - builtin/missing-extraneous (missing_extraneous): missing-resource, extraneous-resource
 - builtin/ssa-field-released (ssa_field_released): ssa-field-released (git dropped a field
   other managers also own: a server-side apply keeps it)
+- builtin/admission-mutation (admission_mutation): admission-mutation (a mutating webhook
+  changes a field git sets, inside Argo CD's own apply)
+- builtin/stuck-deleting (stuck_deleting): stuck-deleting (a live object is held by finalizers
+  nobody removes)
 
 Each rule module holds ID, SEVERITY, CODES, DOC and `check(ctx)`; what several rules share is
 in `_common`, and no rule module imports another. A new rule is a new module added to RULES.
@@ -31,6 +35,7 @@ in `_common`, and no rule module imports another. A new rule is a new module add
 from __future__ import annotations
 
 from kubectl_gitdrift.builtin.rules import (
+    admission_mutation,
     controller_rbac,
     field_fight,
     git_ahead,
@@ -40,6 +45,7 @@ from kubectl_gitdrift.builtin.rules import (
     missing_extraneous,
     self_heal,
     ssa_field_released,
+    stuck_deleting,
     sync_policy,
     sync_windows,
     tracking,
@@ -59,6 +65,8 @@ RULES = (
     tracking,
     controller_rbac,
     missing_extraneous,
+    admission_mutation,
+    stuck_deleting,
 )
 """The rule modules in registration order (the order hooks and listings have always seen)."""
 
