@@ -38,6 +38,8 @@ CODES = {
     "tracking-id-mismatch",
     "tracking-id-copied",
     "controller-forbidden",
+    "admission-mutation",
+    "stuck-deleting",
 }
 
 
@@ -90,6 +92,8 @@ def test_the_rules_register_in_their_historic_order() -> None:
         "builtin/tracking",
         "builtin/controller-rbac",
         "builtin/missing-extraneous",
+        "builtin/admission-mutation",
+        "builtin/stuck-deleting",
     ]
 
 
