@@ -64,7 +64,15 @@ def detect(ctx: diagnosis.Context) -> Iterator[Cause]:
             by_config.setdefault(names, []).append((change, writes))
         for names, group in by_config.items():
             pointers = [model.pointer(c.path, drift.live) for c, _ in group]
-            fix = _fix(ctx.app, drift.key, names, pointers, [c.path for c, _ in group])
+            fix = _fix(
+                ctx.app,
+                drift.key,
+                names,
+                pointers,
+                [c.path for c, _ in group],
+                dry_run_safe=_dry_run_safe(webhooks, names),
+                strategy=ctx.strategy,
+            )
             for change, writes in group:
                 yield Cause(
                     code=CODE,
@@ -409,16 +417,46 @@ def _evidence(
     return out
 
 
+def _dry_run_safe(
+    webhooks: Sequence[Mapping[str, Any]], names: Sequence[tuple[str, str]]
+) -> bool | None:
+    """Would the webhooks run in a dry-run apply (sideEffects None or NoneOnDryRun)? None when
+    a webhook named only by the audit log is not among the configurations read."""
+    known = {(str(w["configuration"]), str(w["webhook"])): w for w in webhooks}
+    if any(n not in known for n in names):
+        return None
+    return all(str(known[n].get("sideEffects")) in ("None", "NoneOnDryRun") for n in names)
+
+
+def _server_side_diff(dry_run_safe: bool | None, strategy: model.DiffStrategy) -> tuple[str, ...]:
+    """Server-Side Diff as a way out: Argo CD's dry-run apply goes through the webhook, so it
+    expects the webhook's value (when the webhook may run in a dry run)."""
+    if strategy is model.DiffStrategy.SERVER_SIDE_DIFF or dry_run_safe is False:
+        return ()
+    needs = (
+        " (the webhook's sideEffects allow it)"
+        if dry_run_safe
+        else " (the webhook must declare sideEffects None or NoneOnDryRun)"
+    )
+    return (
+        "or let Argo CD compare with Server-Side Diff (compare option ServerSideDiff=true): its "
+        "dry-run apply passes through the webhook, so it expects the webhook's value" + needs,
+    )
+
+
 def _fix(
     app: model.Application,
     key: model.ObjectKey,
     names: Sequence[tuple[str, str]],
     pointers: Sequence[str],
     paths: Iterable[model.FieldPath],
+    *,
+    dry_run_safe: bool | None = None,
+    strategy: model.DiffStrategy = model.DiffStrategy.LEGACY,
 ) -> model.Remedy:
     fields = ", ".join(model.display_path(p) for p in paths)
     webhook = " and ".join(
-        f"the webhook {hook} (MutatingWebhookConfiguration {config})" for config, hook in names
+        f"webhook {hook} of MutatingWebhookConfiguration {config}" for config, hook in names
     )
     where = f"namespace {key.namespace}" if key.namespace else "it"
     snippet, command = policies.ignore_differences(app, key, list(pointers))
@@ -438,6 +476,7 @@ def _fix(
                 f"or ignore {fields} in {policies.app_arg(app)}: an exact ignoreDifferences rule "
                 "(the webhook's value stays, Argo CD stops reporting it)"
             ),
+            *_server_side_diff(dry_run_safe, strategy),
         ),
         commands=(command,),
         snippet=snippet,

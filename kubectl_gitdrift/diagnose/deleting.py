@@ -64,7 +64,7 @@ def remover(finalizer: str) -> str:
         )
     domain = finalizer.partition("/")[0] if "/" in finalizer else finalizer
     return (
-        f"the controller that owns {domain} (it may be gone: uninstalled, scaled down or failing)"
+        f"the controller that owns {domain}, which may be gone (uninstalled, scaled down, failing)"
     )
 
 
@@ -89,14 +89,14 @@ def detect(ctx: diagnosis.Context) -> Iterator[Cause]:
         if started is not None and now is not None and now >= started:
             evidence["deletingForSeconds"] = int((now - started).total_seconds())
             evidence["referenceTime"] = ctx.now
-        fix = _fix(drift.key, held)
+        fix, verify = _fix(drift.key, held), _verify(drift.key)
         for path in [None, *(c.path for c in drift.changes)]:
             yield Cause(
                 code=CODE,
                 key=drift.key,
                 path=path,
                 evidence=evidence,
-                fixes=(fix,),
+                fixes=(fix, verify),
                 adoptable=False,
                 revertable=False,
             )
@@ -120,6 +120,22 @@ def _set_by(live: Mapping[str, Any], name: str) -> dict[str, Any]:
         if isinstance(held, Mapping) and item in held:
             return {"setBy": {"manager": entry.owner.manager, "time": entry.owner.time}}
     return {}
+
+
+def _verify(key: model.ObjectKey) -> model.Remedy:
+    ns = f" -n {key.namespace}" if key.namespace else ""
+    jsonpath = "{.metadata.deletionTimestamp} {.metadata.finalizers}"
+    return model.Remedy(
+        model.RemedyKind.VERIFY,
+        f"Verify the deletion of {key.short()} finished",
+        steps=(
+            (
+                "NotFound once the finalizers are gone; after a sync, the object git has is "
+                "back and prints no deletionTimestamp"
+            ),
+        ),
+        commands=(f"kubectl get {key.short()}{ns} -o jsonpath='{jsonpath}'",),
+    )
 
 
 def _fix(key: model.ObjectKey, held: Sequence[str]) -> model.Remedy:

@@ -302,3 +302,18 @@ def test_with_self_heal_off_the_message_says_what_it_would_do() -> None:
     ctx = replace(ctx, causes=primary.classify(ctx))
     (finding,) = admission_mutation.check(ctx)
     assert "selfHeal, if turned on, would re-apply it forever" in finding.message
+
+
+def test_server_side_diff_is_offered_only_where_it_would_help() -> None:
+    ctx = context(recorded_config())
+    (cause,) = causes(ctx)
+    assert any("ServerSideDiff=true" in s for s in cause.fixes[0].steps)
+    unsafe = config_with(sideEffects="Some")  # refused in a dry run: SSD would fail
+    (cause,) = causes(context(unsafe))
+    assert not any("ServerSideDiff=true" in s for s in cause.fixes[0].steps)
+    ssd = replace(ctx, strategy=model.DiffStrategy.SERVER_SIDE_DIFF)
+    (cause,) = causes(ssd)
+    assert not any("ServerSideDiff=true" in s for s in cause.fixes[0].steps)
+    (finding,) = admission_mutation.check(replace(ssd, causes=primary.classify(ssd)))
+    assert "Argo CD itself expects the webhook's value" in finding.message
+    assert "--server-dry-run" in finding.message

@@ -69,7 +69,8 @@ def test_the_recorded_object_after_gc_is_held_by_its_custom_finalizer() -> None:
     assert held["setBy"] == {"manager": "kubectl-create", "time": "2026-12-02T01:13:36Z"}
     assert cause.evidence["deletionTimestamp"] == "2026-12-02T01:13:37Z"
     assert cause.evidence["deletingForSeconds"] == 5
-    (fix,) = cause.fixes
+    fix, verify = cause.fixes
+    assert verify.kind is model.RemedyKind.VERIFY
     assert fix.kind is model.RemedyKind.REVERT
     assert fix.commands == (
         (

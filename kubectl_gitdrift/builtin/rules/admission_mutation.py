@@ -12,7 +12,7 @@ from typing import Any
 
 from kubectl_gitdrift.builtin.rules._common import brief, gitdrift_context
 from kubectl_gitdrift.hookspecs import RuleContext
-from kubectl_gitdrift.model import Finding, Severity
+from kubectl_gitdrift.model import DiffStrategy, Finding, Severity
 
 ID = "builtin/admission-mutation"
 SEVERITY = Severity.WARNING
@@ -47,14 +47,22 @@ def check(ctx: RuleContext) -> Iterator[Finding]:
             if self_heal
             else "selfHeal, if turned on, would re-apply it forever"
         )
+        outcome = (
+            "Argo CD compares this app with Server-Side Diff, whose dry-run apply passes "
+            "through the webhook, so Argo CD itself expects the webhook's value; gitdrift's "
+            "offline comparison runs no webhook (--server-dry-run asks the API server as Argo "
+            "CD does)."
+            if own.strategy is DiffStrategy.SERVER_SIDE_DIFF
+            else "A sync sends git's value and the webhook changes it again, so the app stays "
+            f"OutOfSync; {heal}."
+        )
         yield Finding(
             code=CODES[0],
             severity=Severity.WARNING,
             message=(
                 f"{values}: {who} changes it inside Argo CD's own apply (the field is still "
                 f"{owner.get('manager')}'s, from its apply at {owner.get('time')}: the field "
-                "manager runs before mutating admission). A sync sends git's value and the "
-                f"webhook changes it again, so the app stays OutOfSync; {heal}."
+                f"manager runs before mutating admission). {outcome}"
             ),
             key=cause.key,
             path=cause.path,

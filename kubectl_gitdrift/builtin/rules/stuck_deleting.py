@@ -31,7 +31,7 @@ def check(ctx: RuleContext) -> Iterator[Finding]:
         evidence = dict(cause.evidence)
         held = [f for f in evidence.get("finalizers") or () if isinstance(f, dict)]
         names = ", ".join(str(f.get("name")) for f in held)
-        removers = "; ".join(f"{f.get('name')}: removed by {f.get('removedBy')}" for f in held)
+        removers = "; ".join(f"{f.get('name')} is removed by {f.get('removedBy')}" for f in held)
         seconds = evidence.get("deletingForSeconds")
         age = f" ({_age(seconds)} before the state was read)" if isinstance(seconds, int) else ""
         plural = len(held) > 1
@@ -41,7 +41,7 @@ def check(ctx: RuleContext) -> Iterator[Finding]:
             message=(
                 f"{cause.key.short()} is being deleted since {evidence.get('deletionTimestamp')}"
                 f"{age} and is still there: its finalizer{'s' if plural else ''} {names} "
-                f"{'have' if plural else 'has'} not been removed ({removers}). Argo CD "
+                f"{'have' if plural else 'has'} not been removed. Normally {removers}. Argo CD "
                 "cannot update or "
                 "re-create it while it is being deleted: a sync or selfHeal leaves it as it "
                 "is, and it stays until the finalizer goes."
