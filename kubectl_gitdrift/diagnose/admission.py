@@ -95,7 +95,8 @@ def being_deleted(body: Mapping[str, Any]) -> bool:
 
 def _applied_by_argocd(ctx: diagnosis.Context, drift: model.Drift, change: model.Change) -> bool:
     """The field is still Argo CD's, from an apply no later than the last sync, and what Argo CD
-    sent there was git's value."""
+    sent there was git's value (by the last-applied-configuration, else because the last sync
+    applied the compared revision)."""
     owner = change.owner
     if owner is None or not owner.is_argocd or owner.subresource or change.desired is None:
         return False
@@ -109,23 +110,26 @@ def _applied_by_argocd(ctx: diagnosis.Context, drift: model.Drift, change: model
     latest = max((t for t in ends if t is not None), default=None)
     if applied is None or latest is None or applied > latest + _SLACK:
         return False
+    sent = _last_applied(drift.live or {}, change)
+    if sent is not None:
+        return sent  # the last-applied-configuration says what Argo CD sent
     compared = ctx.app.revisions[0] if ctx.app.revisions else ""
-    if compared and compared == last.revision:
-        return True  # the last sync applied this revision: git's value is what Argo CD sent
-    return _last_applied_holds(drift.live or {}, change)
+    return bool(compared) and compared == last.revision  # the last sync applied this revision
 
 
-def _last_applied_holds(live: Mapping[str, Any], change: model.Change) -> bool:
+def _last_applied(live: Mapping[str, Any], change: model.Change) -> bool | None:
+    """Whether the last-applied-configuration sets the field to git's value; None when it
+    does not set the field or there is none (server-side apply)."""
     annotations = (live.get("metadata") or {}).get("annotations") or {}
     text = annotations.get("kubectl.kubernetes.io/last-applied-configuration")
     if not isinstance(text, str):
-        return False
+        return None
     try:
         applied = json.loads(text)
     except ValueError:
-        return False
+        return None
     found, value = model.lookup(applied, change.path)
-    return found and value == change.desired
+    return (value == change.desired) if found else None
 
 
 # --------------------------------------------------------------------------- matching
