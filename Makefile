@@ -20,8 +20,12 @@ $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -e '.[dev]'
-	./tools/install_helm.sh
 	touch $(STAMP)
+
+# Only the targets that render Helm charts need helm; `make demo` does not.
+HELM := .tools/bin/helm
+$(HELM):
+	./tools/install_helm.sh
 
 DEMO_REPO := $(VENV)/demo-repo
 
@@ -33,7 +37,8 @@ demo: $(STAMP)
 	@$(BIN)/kubectl-gitdrift guestbook --snapshot testdata/incident/snapshot.yaml \
 	  --repo-root $(DEMO_REPO); rc=$$?; [ $$rc -le 1 ] || exit $$rc
 
-test: $(STAMP)
+test: $(STAMP) $(HELM)
+	@./tools/test_prereqs.sh
 	$(BIN)/python -m pytest -q
 
 lint: $(STAMP)
@@ -48,19 +53,19 @@ fmt: $(STAMP)
 	$(BIN)/ruff format $(PY_DIRS)
 	$(BIN)/ruff check --fix $(PY_DIRS)
 
-golden: $(STAMP)
+golden: $(STAMP) $(HELM)
 	$(BIN)/python -m pytest -q tests/test_scenarios.py tests/test_packaging.py --update-golden
 
 # Benchmarks (issue #8, BENCHMARKS.md): under 10 minutes on 2 cores; the fixtures are generated
 # once into bench/out/fixtures (about a minute). BENCH_ARGS: --quick, --only fleet, --warm, ...
 # (bench/run.py --help). Prints a phase table per scenario and a summary of the targets.
-bench: $(STAMP)
+bench: $(STAMP) $(HELM)
 	@$(BIN)/python -c 'import deepdiff' 2>/dev/null || $(BIN)/pip install --quiet -e '.[bench]'
 	$(BIN)/python bench/run.py $(BENCH_ARGS)
 
 # Argo CD parity: the acceptance cases and the real-server oracle cases (../shared/argocd-parity,
 # labeled by Argo CD's own diff code) must all agree with gitdrift's verdicts.
-parity: $(STAMP)
+parity: $(STAMP) $(HELM)
 	$(BIN)/python ../shared/argocd-parity/check --cli $(BIN)/kubectl-gitdrift --oracle
 
 clean:

@@ -17,6 +17,9 @@ the medians are compared as ratios:
   the same server with httpx and json-decodes them, and ``kubectl get configmaps,deployments -n
   perf -o json --show-managed-fields`` (issue 18's floor; discovery cached by a warm-up run);
 - ``kubectl gitdrift version``, and ``python -c pass`` (the interpreter's own start);
+- the requests the server saw for one gitdrift run and one ``kubectl get`` each, with a fresh
+  discovery cache (``$KUBECACHEDIR``) and then warm: discovery (``/version``, ``/api``,
+  ``/apis``, group-versions) and the rest by path;
 - with ``--before REV``, the same gitdrift commands on the package as it was at REV (extracted
   with ``git archive``, run with PYTHONPATH), and a check that both trees print byte-identical
   reports (text and JSON); every tree is byte-compiled first, as an install is;
@@ -225,6 +228,39 @@ def compile_tree(py: str, package: Path) -> None:
     subprocess.run([py, "-m", "compileall", "-q", str(package)], check=True, cwd=CWD)
 
 
+# --------------------------------------------------------------------------- requests
+
+
+def count_requests(
+    server: Any,
+    argv: Sequence[str],
+    env: dict[str, str],
+    expect: Sequence[int],
+    cache_dir: Path,
+) -> dict[str, dict[str, Any]]:
+    """The requests the server saw for one run with a fresh cache directory (`cold`), then
+    for one more with the same (`warm`): discovery paths in order, and the rest by path. The
+    directory is $KUBECACHEDIR, which gitdrift and kubectl both read (kubectl's --cache-dir
+    default; a --before tree has no --cache-dir)."""
+    out: dict[str, dict[str, Any]] = {}
+    env = dict(env, KUBECACHEDIR=str(cache_dir))
+    for phase in ("cold", "warm"):
+        server.clear_requests()
+        timed(argv, env, expect)
+        discovery = server.discovery_requests()
+        others: dict[str, int] = {}
+        for r in server.requests:
+            if not (r.method == "GET" and r.path in discovery):
+                key = f"{r.method} {r.path}"
+                others[key] = others.get(key, 0) + 1
+        out[phase] = {
+            "discovery": discovery,
+            "other": dict(sorted(others.items())),
+            "total": len(server.requests),
+        }
+    return out
+
+
 # --------------------------------------------------------------------------- JSON parsers
 
 
@@ -388,6 +424,17 @@ def main(argv: list[str] | None = None) -> int:
             for name, (argv_, env, expect) in commands.items():
                 if name.startswith("kubectl get"):
                     timed(argv_, env, expect)
+            # what each sends, cold (a fresh --cache-dir) and warm (the same again)
+            counted = {
+                f"{tree}: gitdrift {APP}": commands[f"{tree}: gitdrift {APP} (live)"]
+                for tree in trees
+            }
+            if kubectl:
+                counted["kubectl get cm,deploy -o json"] = commands["kubectl get cm,deploy -o json"]
+            results["requests"] = {
+                name: count_requests(server, argv_, env, expect, work / f"kube-cache-{i}")
+                for i, (name, (argv_, env, expect)) in enumerate(counted.items())
+            }
             samples: dict[str, list[dict[str, float]]] = {name: [] for name in commands}
             rng = random.Random(18)
             for r in range(args.rounds):
@@ -461,6 +508,18 @@ def report(results: dict[str, Any]) -> str:
     if "identical_reports" in results:
         same = results["identical_reports"]
         lines.append(f"reports byte-identical before/now (text, json): {same}")
+    counted = results.get("requests") or {}
+    if counted:
+        lines += ["", f"{'REQUESTS (counted by the server)':<44} {'DISCOVERY':>9} {'ALL':>5}"]
+        for name, phases in counted.items():
+            for phase, seen in phases.items():
+                label = f"{name}, {phase} cache"
+                lines.append(f"{label:<44} {len(seen['discovery']):9d} {seen['total']:5d}")
+                if seen["discovery"]:
+                    lines.append(f"    discovery: {' '.join(seen['discovery'])}")
+                lines.append(
+                    "    other: " + ", ".join(f"{k} x{v}" for k, v in seen["other"].items())
+                )
     parsers = results.get("json_parsers")
     if parsers:
         mb = parsers["bytes"] / 1e6

@@ -37,6 +37,7 @@ class Inputs:
     # --server-dry-run: the API server's answer to Argo CD's apply dry-run (dryRun=All,
     # argocd-controller, force) per desired object; used as the predicted object when present
     dry_run: Mapping[model.ObjectKey, model.Body] | None = None
+    varying: Sequence[model.VaryingRender] = ()  # where the source renders differently each time
 
 
 @dataclass(frozen=True)
@@ -243,6 +244,7 @@ def run(inputs: Inputs, pm: pluggy.PluginManager, opts: Options) -> model.AppRep
         notes=tuple(notes),
         kinds=index.kinds,
         strategy=choice.strategy,
+        varying=inputs.varying,
     )
     enabled = [r for r in opts.rules if r.id not in opts.disabled_rules]
     rule_ctx = replace(

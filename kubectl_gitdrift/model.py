@@ -182,6 +182,34 @@ class Manifest:
     origin: str | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class RenderCall:
+    """A call in a chart's templates whose result differs from render to render (Helm's
+    randAlphaNum, now, genCA, ...), as sources/nondeterminism.py found it in the text."""
+
+    file: str  # where it is written: repo-relative, or chart-relative in a pulled chart
+    line: int
+    function: str  # "randAlphaNum"
+    fields: tuple[str, ...] = ()  # the YAML keys it sets: on its line, through its variable, or
+    # on the line that includes it ("password")
+    value: str = ""  # the chart value that replaces it when set ("auth.password"), "" if none
+    via: str = ""  # the named template it is written in, when the object's template includes it
+
+
+@dataclass(frozen=True, slots=True)
+class VaryingRender:
+    """One template of a rendered source whose objects are not the same at every render."""
+
+    template: str  # the template the objects come from (repo-relative, or chart-relative)
+    chart: str  # the chart: its path in git, or its name for a pulled chart
+    objects: tuple[ObjectKey, ...]  # what the template renders
+    calls: tuple[RenderCall, ...] = ()  # () when it only derives from another template's calls
+    varied: tuple[tuple[ObjectKey, FieldPath], ...] = ()  # fields that differed between renders
+    compared: bool = False  # a second render was compared (varied is then the evidence)
+    existing_secret: str = ""  # the chart's existingSecret value that replaces the Secret
+    lookup: bool = False  # the template calls lookup, which Argo CD answers with nothing
+
+
 # --------------------------------------------------------------------------- Argo CD Application
 
 

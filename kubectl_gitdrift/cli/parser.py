@@ -7,10 +7,12 @@ streams it is given.
 from __future__ import annotations
 
 import argparse
+import difflib
+import re
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, Any, NoReturn, TextIO
 
 from kubectl_gitdrift import __version__
 
@@ -26,9 +28,12 @@ SUBCOMMANDS = ("snapshot", "plugins", "rules", "version")
 WHEN = ("auto", "always", "never")
 """The values of --progress and --color."""
 
-BARE = {"--progress": "always", "--color": "always"}
-"""Flags whose value is attached (`--color=never`); given bare, they mean this value (so
-`--progress APP` still names the app)."""
+BARE = {"--progress": "always", "--color": "always", "--exit-code": "true"}
+"""Flags whose value is optional (`--color=never` or `--color never`); given bare, they mean
+this value (so `--progress APP` still names the app)."""
+
+VALUES = {"--progress": WHEN, "--color": WHEN, "--exit-code": ("true", "false")}
+"""The values an optional-value flag takes: only these are read as its value when spaced."""
 
 
 class Parser(argparse.ArgumentParser):
@@ -41,14 +46,70 @@ class Parser(argparse.ArgumentParser):
         self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
     ) -> tuple[argparse.Namespace, list[str]]:
         if args is not None:
-            args = [f"{a}={BARE[a]}" if a in BARE else a for a in args]
+            args = attach_values(args)
         return super().parse_known_args(args, namespace)
+
+    def error(self, message: str) -> NoReturn:
+        """A usage error as kubectl prints one: the line that matters, a "did you mean" when a
+        flag is misspelt, and where the usage is; not the whole usage first."""
+        line = f"error: {message}"
+        unknown = message.partition("unrecognized arguments: ")[2].split()
+        flags = [o for a in self._actions for o in a.option_strings if o.startswith("--")]
+        for arg in unknown:
+            close = difflib.get_close_matches(arg.split("=", 1)[0], flags, n=1, cutoff=0.6)
+            if close:
+                line += f" (did you mean {close[0]}?)"
+                break
+        self._print_message(f"{line}\nSee '{self.prog} --help' for usage.\n", sys.stderr)
+        self.exit(2)
 
     def _print_message(self, message: str, file: Any = None) -> None:
         if not message:
             return
         stream = self.err if file is sys.stderr else self.out
         (stream or file or sys.stdout).write(message)
+
+
+def attach_values(args: Sequence[str]) -> list[str]:
+    """`--color never` and `--color=never` alike; bare `--color` means its BARE value (so
+    `--progress APP` still names the app)."""
+    out: list[str] = []
+    items = list(args)
+    i = 0
+    while i < len(items):
+        arg = items[i]
+        if arg == "--":
+            out.extend(items[i:])
+            break
+        if arg in BARE:
+            nxt = items[i + 1] if i + 1 < len(items) else None
+            if nxt in VALUES[arg]:
+                out.append(f"{arg}={nxt}")
+                i += 2
+                continue
+            arg = f"{arg}={BARE[arg]}"
+        out.append(arg)
+        i += 1
+    return out
+
+
+def duration(text: str) -> float:
+    """A --request-timeout value as kubectl takes it: seconds (`30`), or a duration with a unit
+    (`30s`, `1m`, `1m30s`, `500ms`, `1h`); 0 means no limit."""
+    raw = text.strip()
+    try:
+        seconds = float(raw)
+    except ValueError:
+        parts = re.fullmatch(r"((?:\d+(?:\.\d+)?(?:ms|s|m|h))+)", raw)
+        if parts is None:
+            raise argparse.ArgumentTypeError(
+                f"{text!r}: expected seconds or a duration such as 30s, 1m or 1m30s"
+            ) from None
+        unit = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
+        seconds = sum(float(n) * unit[u] for n, u in re.findall(r"(\d+(?:\.\d+)?)(ms|s|m|h)", raw))
+    if seconds < 0:
+        raise argparse.ArgumentTypeError(f"{text!r}: a timeout cannot be negative")
+    return seconds
 
 
 def with_streams(parser: Parser, out: TextIO, err: TextIO) -> Parser:
@@ -221,7 +282,7 @@ def build_parser(prog: str = "kubectl gitdrift") -> Parser:
         metavar="ID",
         action="append",
         default=[],
-        help="skip this diagnosis rule (repeatable; see 'rules')",
+        help="skip this diagnosis rule: its id or a code it reports (repeatable; see 'rules')",
     )
     plug.add_argument(
         "--no-entry-points",
@@ -237,6 +298,14 @@ def build_parser(prog: str = "kubectl gitdrift") -> Parser:
         help="colour statuses, findings and diff lines: auto (default: when stdout is a "
         "terminal, unless NO_COLOR is set or TERM=dumb), always (bare --color), never; never "
         "in json, yaml, markdown or --query output",
+    )
+    out.add_argument(
+        "--exit-code",
+        metavar="BOOL",
+        choices=VALUES["--exit-code"],
+        default="true",
+        help="exit 1 when drift is found (default true, as argocd app diff); false: exit 0 "
+        "on drift, errors keep their codes",
     )
     parser.add_argument("--debug", action="store_true", help="show tracebacks")
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
@@ -295,11 +364,18 @@ def cluster_flags(group: Any) -> None:
     group.add_argument("--context", metavar="NAME", help="kubeconfig context (live mode)")
     group.add_argument("--kubeconfig", metavar="FILE", help="kubeconfig file (live mode)")
     group.add_argument(
+        "--cache-dir",
+        metavar="DIR",
+        help="kubectl's cache directory: the API server's discovery is kept in DIR/discovery, "
+        "shared with kubectl, for 6 hours (default $KUBECACHEDIR or ~/.kube/cache; live mode)",
+    )
+    group.add_argument(
         "--request-timeout",
-        metavar="SECONDS",
-        type=float,
+        metavar="DURATION",
+        type=duration,
         default=30.0,
-        help="give up on one API request after this long (retried a few times; default 30)",
+        help="give up on one API request after this long: seconds or a duration such as 30s, "
+        "1m (retried a few times; default 30s; 0: no limit)",
     )
 
 
@@ -320,7 +396,8 @@ def build_subparser(command: str, prog: str) -> Parser:
             metavar="FILE",
             type=Path,
             required=True,
-            help="where to write it (.yaml, .json, optionally .gz)",
+            help="where to write it (.yaml, .json, optionally .gz); - or yaml: YAML on standard "
+            "output, json: JSON on standard output",
         )
         parser.add_argument(
             "--repo-root",

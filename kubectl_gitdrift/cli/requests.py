@@ -51,6 +51,7 @@ def request_from(
             write_patch=args.write_patch,
             color=args.color,
             progress=args.progress,
+            drift_fails=args.exit_code != "false",
         ),
         diagnosis=Diagnosis(
             audit_log=args.audit_log,
@@ -103,6 +104,10 @@ def _selection(
     )
 
 
+NO_LIMIT = 24 * 3600.0
+"""--request-timeout 0 (kubectl's "no limit"): a day, so every wait stays finite."""
+
+
 def _cluster(
     args: argparse.Namespace, *, snapshot: Path | None = None, server_dry_run: bool = False
 ) -> ClusterSide:
@@ -110,6 +115,7 @@ def _cluster(
         snapshot=snapshot,
         kubeconfig=args.kubeconfig,
         context=args.context,
-        request_timeout=args.request_timeout,
+        cache_dir=args.cache_dir,
+        request_timeout=args.request_timeout or NO_LIMIT,
         server_dry_run=server_dry_run,
     )

@@ -57,13 +57,15 @@ class Exporter:
     def __init__(self, run_once: RunOnce, err: TextIO, clock: Callable[[], float] = time.time):
         self.run_once, self.err, self.clock = run_once, err, clock
         self.lock = threading.Lock()
-        self.text = ""  # the metrics of the last good run, or of the failures before any
         self.reports: Sequence[model.AppReport] = ()
         self.failed: Sequence[str] = ()
         self.last_success: float | None = None
-        self.duration = 0.0
+        self.duration: float | None = None  # None until the first run ends
         self.failures = 0
         self.cycles = 0
+        # the metrics of the last good run, or of the failures before any; before the first run
+        # ends, a valid exposition with every family and no samples, so a scrape still parses
+        self.text = self._render()
 
     def cycle(self) -> bool:
         """Run once and publish; True when the run worked."""
@@ -83,16 +85,19 @@ class Exporter:
                 self.err.write(f"gitdrift serve: run failed, keeping the last result: "
                                f"{outcome.error or 'unknown error'}\n")  # fmt: skip
                 self.err.flush()
-            self.text = metrics.render(
-                self.reports,
-                metrics.RunInfo(
-                    duration_seconds=self.duration,
-                    last_success=self.last_success,
-                    failed=self.failed,
-                    run_failures=self.failures,
-                ),
-            )
+            self.text = self._render()
         return outcome.ok
+
+    def _render(self) -> str:
+        return metrics.render(
+            self.reports,
+            metrics.RunInfo(
+                duration_seconds=self.duration,
+                last_success=self.last_success,
+                failed=self.failed,
+                run_failures=self.failures,
+            ),
+        )
 
     def page(self) -> str:
         with self.lock:

@@ -13,13 +13,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 
-from kubectl_gitdrift.diagnose import admission, deleting, rules
+from kubectl_gitdrift.diagnose import admission, deleting, nondeterminism, rules
 from kubectl_gitdrift.diagnose.causes import Cause, CauseKey
 
 Detector = Callable[[rules.Context], Iterable[Cause]]
 
 DETECTORS: tuple[Detector, ...] = (
     deleting.detect,  # stuck-deleting: the whole resource, whatever else differs in it
+    nondeterminism.detect,  # nondeterministic-render
     admission.detect,  # admission-mutation
 )
 """Most specific first; each detector is one module of diagnose/ (see docs/diagnosis.md)."""

@@ -38,6 +38,7 @@ class Context:
     kinds: Mapping[tuple[str, str], Sequence[model.Manifest]] | None = None  # live by group/kind
     strategy: model.DiffStrategy = model.DiffStrategy.LEGACY  # how Argo CD diffs this app
     causes: Mapping[CauseKey, Cause] = field(default_factory=dict)  # primary.py
+    varying: Sequence[model.VaryingRender] = ()  # templates that render differently each time
 
     def cause(self, key: model.ObjectKey, path: model.FieldPath | None) -> Cause | None:
         """The specific primary cause of a field or resource, when one was found."""

@@ -18,7 +18,7 @@ from types import TracebackType
 from typing import Any
 
 from kubectl_gitdrift.diagnose import rbac
-from kubectl_gitdrift.live.discovery import Discovery, discover, openapi_documents
+from kubectl_gitdrift.live.discovery import Discovery, DiskCache, discover, openapi_documents
 from kubectl_gitdrift.live.dryrun import SSA_MANAGER, DryRun, dry_run_all
 from kubectl_gitdrift.live.listing import ListResult, Query, list_all
 from kubectl_gitdrift.live.reviews import review_all
@@ -31,9 +31,14 @@ class Cluster:
     """A read-only connection to one cluster (context manager; synchronous facade); the one
     PATCH it can send is a dryRun=All apply (:meth:`dry_run_apply`)."""
 
-    def __init__(self, config: Config) -> None:
+    def __init__(self, config: Config, *, cache_dir: str | None = None, cache: bool = True) -> None:
+        """`cache_dir`: kubectl's --cache-dir (default `$KUBECACHEDIR` or ~/.kube/cache), where
+        discovery is kept; `cache` False asks the server every time."""
         self.config = config
         self._link = Transport(config)
+        self._cache_dir = cache_dir
+        self._use_cache = cache
+        self._cache: DiskCache | None = None
         self._early_queries: list[Query] = []
         self._early: asyncio.Task[list[ListResult]] | None = None
         self.version: dict[str, Any] = {}
@@ -62,11 +67,34 @@ class Cluster:
         self._link.close()
 
     async def _connect(self) -> None:
-        await self._link.connect()
+        # the kubeconfig names the server, and so the cache; with the cache fresh nothing is
+        # sent before the first LIST (kubectl's warm runs send none either)
+        await self._link.connect(check=False)
+        if self._use_cache:
+            self._cache = DiskCache.of(self._cache_dir, self._link.server)
+        cached = self._cache.read() if self._cache is not None else None
+        if cached is None or cached[1] is None:
+            await self._link.check_version()  # connecting, as kr8s checks it
         if self._early_queries:
             self._early = asyncio.ensure_future(list_all(self._link, self._early_queries))
             self._early.add_done_callback(retrieved)  # raised by early_results(), if asked
-        self.version, self.discovery = await discover(self._link)
+        self.version, self.discovery = await discover(self._link, self._cache, cached=cached)
+
+    def rediscover(self, wanted: Iterable[tuple[str, str, str]] | None = None) -> bool:
+        """Ask the server again (and rewrite the cache) if discovery came from the cache and
+        lacks one of the wanted (group, version, kind): a CRD installed since, as kubectl
+        asks again when its cache has no match; with `wanted` None, whatever it holds (a
+        kind it has answered 404: a CRD removed since). True if it did."""
+        if not self.discovery.cached or (
+            wanted is not None and all(self.discovery.serves(g, k, v) for g, v, k in wanted)
+        ):
+            return False
+
+        async def again() -> None:
+            self.version, self.discovery = await discover(self._link, self._cache, refresh=True)
+
+        self._link.run(again())
+        return True
 
     @property
     def where(self) -> str:
@@ -109,7 +137,11 @@ class Cluster:
         async def wait() -> list[ListResult]:
             return await early
 
-        return self._link.run(wait())
+        results = self._link.run(wait())
+        if results and self.discovery.cached and all(r.error and not r.status for r in results):
+            # with the cache fresh these were the first requests: nothing answered
+            raise self._link.unreachable(results[0].error)
+        return results
 
     def start_fetch(
         self, queries: Sequence[Query], done: Callable[[ListResult], None] | None = None

@@ -254,19 +254,21 @@ def to_document(state: ClusterState) -> dict[str, Any]:
     }
 
 
+def dumps(document: Mapping[str, Any], *, as_json: bool = False) -> str:
+    """The snapshot's text: YAML, or JSON (one space indent), keys sorted."""
+    if as_json:
+        return json.dumps(document, indent=1, sort_keys=True, ensure_ascii=False) + "\n"
+    dumper: Any = getattr(yaml, "CSafeDumper", None) or yaml.SafeDumper
+    return yaml.dump(
+        document, Dumper=dumper, sort_keys=True, default_flow_style=False, allow_unicode=True
+    )
+
+
 def write(path: Path, document: Mapping[str, Any]) -> None:
     """Write atomically: a temporary file beside `path`, then rename. JSON for `.json[.gz]`,
     YAML otherwise; gzip for `.gz`. On failure nothing is left behind and `path` is untouched."""
     name = path.name.lower()
-    stem = name.removesuffix(".gz")
-    if stem.endswith(".json"):
-        text = json.dumps(document, indent=1, sort_keys=True, ensure_ascii=False) + "\n"
-    else:
-        dumper: Any = getattr(yaml, "CSafeDumper", None) or yaml.SafeDumper
-        text = yaml.dump(
-            document, Dumper=dumper, sort_keys=True, default_flow_style=False, allow_unicode=True
-        )
-    data = text.encode()
+    data = dumps(document, as_json=name.removesuffix(".gz").endswith(".json")).encode()
     if name.endswith(".gz"):
         data = gzip.compress(data, mtime=0)
     directory = path.parent if str(path.parent) else Path()

@@ -11,9 +11,13 @@ kr8s 0.20 behaviours this module relies on or works around:
 - ``Api.call_api(..., raise_for_status=False)`` hands back the response as is: we do our own
   status handling, so kr8s's re-authenticate-and-retry loop on 401/403 (three extra requests)
   does not run on LISTs, and 429/5xx are retried here (kr8s raises them at once).
-- ``kr8s.asyncio.api()`` checks ``/version`` while connecting; a 401 there comes back as
-  ``kr8s.ServerError`` after kr8s's own three retries. It warns (``UserWarning``) about server
-  versions it does not list as supported: silenced, the version is recorded anyway.
+- ``kr8s.asyncio.api()`` checks ``/version`` while connecting, always (and warns about
+  versions it does not list as supported): the ``Api`` is built directly instead, and
+  ``/version`` asked through ``Api.async_version()`` only when the discovery cache does not
+  hold it; a 401 there comes back as ``kr8s.ServerError`` after kr8s's own three retries.
+- ``Api.call_api`` joins ``base`` and ``url`` with a ``/``: ``/apis/`` is kube-aggregator's
+  plain APIGroupList, not aggregated discovery, so a GET of ``base`` alone goes through kr8s's
+  httpx session with the exact path.
 - kr8s never closes its httpx session; :meth:`Transport.close` does (``Api._session``).
 - ``Api.get()`` would follow ``continue`` itself, but gives no control over ``limit``, a 410
   restart or retries, so LISTs are built on ``call_api``.
@@ -31,9 +35,9 @@ import os
 import random
 import threading
 import time
-import warnings
 from collections.abc import Coroutine, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, TypeVar
 
 import httpx
@@ -80,6 +84,46 @@ class Unreadable(Exception):
         self.status = status
 
 
+def check_kubeconfig(explicit: str | None) -> None:
+    """A ClusterError naming the file when there is no kubeconfig to read, or it is not one;
+    kr8s would say "Unable to find valid credentials" or print a bare missing key."""
+    import yaml
+
+    hint = (
+        "pass --kubeconfig FILE (or set KUBECONFIG), or --snapshot PATH to work offline "
+        "(in a pod, the pod's service account is used)"
+    )
+    if explicit:
+        paths = [Path(explicit)]
+    elif os.environ.get("KUBECONFIG"):
+        paths = [Path(p) for p in os.environ["KUBECONFIG"].split(os.pathsep) if p]
+    else:
+        if os.environ.get("KUBERNETES_SERVICE_HOST"):
+            return  # in a pod: kr8s uses the service account
+        paths = [Path("~/.kube/config").expanduser()]
+    present = [p for p in paths if p.is_file()]
+    if not present:
+        missing = " nor ".join(str(p) for p in paths)
+        raise ClusterError(f"no kubeconfig: {missing} does not exist", hint=hint)
+    for path in present:
+        try:
+            with path.open(encoding="utf-8") as f:
+                doc = yaml.safe_load(f)
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ClusterError(f"kubeconfig {path}: cannot read it: {exc}", hint=hint) from None
+        except yaml.YAMLError as exc:
+            mark = getattr(exc, "problem_mark", None)
+            at = f" (line {mark.line + 1})" if mark is not None else ""
+            raise ClusterError(f"kubeconfig {path}: not valid YAML{at}", hint=hint) from None
+        if doc is None and len(present) > 1:
+            continue  # an empty file among several merged ones, as kubectl allows
+        lone = len(present) == 1  # merged files may each hold a part (users in one, ...)
+        if not isinstance(doc, dict) or (lone and not ("clusters" in doc or "contexts" in doc)):
+            raise ClusterError(
+                f"kubeconfig {path} is not a kubeconfig (no clusters or contexts)", hint=hint
+            )
+
+
 class Transport:
     """One kr8s connection and the event loop it runs on; counts the requests it sends."""
 
@@ -92,6 +136,7 @@ class Transport:
         self.server = ""
         self.context = config.context or ""
         self.requests = 0
+        self.version: dict[str, Any] = {}  # /version, once asked
 
     # ------------------------------------------------------------------ the loop
     def submit(self, coro: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]:
@@ -151,17 +196,24 @@ class Transport:
         server = self.server or "the API server"
         return f"{server} (context {self.context})" if self.context else server
 
-    async def connect(self) -> None:
-        """Load the kubeconfig and connect (kr8s checks `/version`); ClusterError if not."""
+    async def connect(self, *, check: bool = True) -> None:
+        """Load the kubeconfig and, with `check`, ask `/version` (kept in `version`);
+        ClusterError if either fails. Without it nothing is sent (a discovery cache holds the
+        version): the first request is then the first LIST."""
         cfg = self.config
         self._sem = asyncio.Semaphore(max(1, cfg.concurrency))
+        check_kubeconfig(cfg.kubeconfig)
         try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", UserWarning)  # kr8s's supported-version warning
-                api = await asyncio.wait_for(
-                    kr8s.asyncio.api(kubeconfig=cfg.kubeconfig, context=cfg.context),
-                    cfg.timeout,
-                )
+            # kr8s.asyncio.api() would also check /version, whatever the cache says
+            api = kr8s.asyncio.Api(
+                url=None,
+                kubeconfig=cfg.kubeconfig,
+                serviceaccount=None,
+                namespace=None,
+                context=cfg.context,
+                bypass_factory=True,
+            )
+            await asyncio.wait_for(api.auth, cfg.timeout)
         except kr8s.ServerError as exc:
             raise self._server_error(exc) from None
         except TRANSIENT as exc:
@@ -170,8 +222,9 @@ class Transport:
             # a kubeconfig of the wrong shape breaks kr8s's parser in any of these ways
             where = cfg.kubeconfig or os.environ.get("KUBECONFIG") or "~/.kube/config"
             context = f"context {cfg.context!r} of" if cfg.context else "credentials from"
+            reason = f"missing key {exc}" if isinstance(exc, KeyError) else str(exc)
             raise ClusterError(
-                f"cannot load {context} kubeconfig {where}: {exc}",
+                f"cannot load {context} kubeconfig {where}: {reason}",
                 hint="check --kubeconfig/--context (kubectl config get-contexts), "
                 "or pass --snapshot PATH to work offline (in a pod without a kubeconfig, "
                 "the pod's service account is used)",
@@ -180,6 +233,21 @@ class Transport:
         api.timeout = cfg.timeout
         self.server = str(api.auth.server or "")
         self.context = str(api.auth.active_context or cfg.context or "")
+        if check:
+            await self.check_version()
+
+    async def check_version(self) -> dict[str, Any]:
+        """`/version`, as kr8s checks it when connecting (kept in `version`); ClusterError
+        if there is no answer."""
+        self.requests += 1
+        try:
+            version = await asyncio.wait_for(self.api.async_version(), self.config.timeout)
+        except kr8s.ServerError as exc:
+            raise self._server_error(exc) from None
+        except TRANSIENT as exc:
+            raise self._unreachable(exc) from None
+        self.version = version if isinstance(version, dict) else {}
+        return self.version
 
     async def essential(self, coro: Coroutine[Any, Any, T], what: str) -> T:
         """The answer of a request the run cannot go without (`what`: `/version`,
@@ -229,6 +297,9 @@ class Transport:
             if isinstance(exc, (kr8s.APITimeoutError, asyncio.TimeoutError, httpx.TimeoutException))
             else (str(exc) or type(exc).__name__)
         )
+        return self.unreachable(reason)
+
+    def unreachable(self, reason: str) -> ClusterError:
         return ClusterError(
             f"cannot reach {self.where}: {reason}",
             hint="check the network/VPN and the context (kubectl config current-context), "
@@ -321,6 +392,14 @@ class Transport:
         extra: dict[str, Any] = {"headers": dict(headers)} if headers else {}
         if content is not None:
             extra["content"] = content
+        if not (version or namespace or url):
+            # kr8s would send `base/`: `/apis/` is not `/apis` (no aggregated discovery there)
+            if self.api._session is None or self.api._session.is_closed:
+                await self.api._create_session()
+            if self.api.auth.tls_server_name:
+                extra["extensions"] = {"sni_hostname": self.api.auth.tls_server_name}
+            response = await self.api._session.request(method, base, params=dict(params), **extra)
+            return response  # type: ignore[no-any-return]
         async with self.api.call_api(
             method,
             version=version,

@@ -30,7 +30,7 @@ class RunInfo:
     """What a run knows besides its reports: how long it took, when it last succeeded, which
     apps failed to render (namespace/name), and how many runs failed (the `serve` loop)."""
 
-    duration_seconds: float
+    duration_seconds: float | None  # None: no run has ended yet
     last_success: float | None  # Unix time of the last run that compared
     failed: Sequence[str] = ()  # "namespace/name" of apps that could not be compared
     run_failures: int = 0
@@ -118,7 +118,8 @@ class _Collector(Collector):
         duration = GaugeMetricFamily(
             "gitdrift_run_duration_seconds", "Wall time of the last run, in seconds."
         )
-        duration.add_metric([], round(self.info.duration_seconds, 3))
+        if self.info.duration_seconds is not None:
+            duration.add_metric([], round(self.info.duration_seconds, 3))
         yield duration
         if self.info.last_success is not None:
             success = GaugeMetricFamily(

@@ -267,19 +267,32 @@ def query(data: Mapping[str, Any], expression: str) -> str:
 _MARK = {model.Severity.ERROR: "✗", model.Severity.WARNING: "!", model.Severity.INFO: "i"}
 
 
+TEXT_WIDTH = 100
+"""Where prose wraps when the CLI knows no terminal width (a pipe, a file): stable output."""
+
+
 def render_text(
-    report: model.Report, *, show_suppressed: bool = False, palette: color.Palette = color.OFF
+    report: model.Report,
+    *,
+    show_suppressed: bool = False,
+    palette: color.Palette = color.OFF,
+    width: int | None = None,
 ) -> str:
     """The human report: what differs, who wrote it, why it persists, how to fix it. With an
     enabled `palette` (the CLI's choice, for a terminal) statuses, severities, section titles
-    and table headers are coloured; the text is otherwise the same."""
-    return "\n".join(_text_app(a, show_suppressed, palette) for a in report.applications)
+    and table headers are coloured; the text is otherwise the same. With a terminal's `width`
+    prose wraps there and tables are cut to fit it; None (a pipe, a file) is the stable
+    layout: prose at TEXT_WIDTH, tables whole."""
+    return "\n".join(_text_app(a, show_suppressed, palette, width) for a in report.applications)
 
 
-def _text_app(app: model.AppReport, show_suppressed: bool, palette: color.Palette) -> str:
+def _text_app(
+    app: model.AppReport, show_suppressed: bool, palette: color.Palette, fit: int | None
+) -> str:
     from tabulate import tabulate  # only text needs it (it reads importlib.metadata; issue 18)
 
     paint = palette
+    width = fit or TEXT_WIDTH
     lines = [
         f"Application {app.namespace}/{app.name}: {paint.status(app.sync_status.value)}"
         + (
@@ -320,11 +333,13 @@ def _text_app(app: model.AppReport, show_suppressed: bool, palette: color.Palett
             ]
             for d, c in changed
         ]
+        headers = ["RESOURCE", "FIELD", "GIT", "LIVE", "WRITTEN BY"]
+        table = _fitted(table, headers, fit, shrink=(2, 3, 4, 0))
         lines.append(
             paint.header(
                 tabulate(
                     table,
-                    headers=["RESOURCE", "FIELD", "GIT", "LIVE", "WRITTEN BY"],
+                    headers=headers,
                     tablefmt="simple",
                     disable_numparse=True,
                 )
@@ -344,11 +359,13 @@ def _text_app(app: model.AppReport, show_suppressed: bool, palette: color.Palett
             ]
             for d, s in suppressed
         ]
+        headers = ["RESOURCE", "FIELD", "GIT", "LIVE", "RULE", "PLUGIN"]
+        table = _fitted(table, headers, fit, shrink=(4, 2, 3, 0))
         lines.append(
             paint.header(
                 tabulate(
                     table,
-                    headers=["RESOURCE", "FIELD", "GIT", "LIVE", "RULE", "PLUGIN"],
+                    headers=headers,
                     tablefmt="simple",
                     disable_numparse=True,
                 )
@@ -366,7 +383,7 @@ def _text_app(app: model.AppReport, show_suppressed: bool, palette: color.Palett
         lines += ["", paint.title("WHY")]
         for f in app.findings:
             mark = _MARK[f.severity]
-            wrapped = _wrap(f"{mark} [{f.code}] {f.message}", "    ")
+            wrapped = _wrap(f"{mark} [{f.code}] {f.message}", "    ", width=width)
             wrapped[0] = paint.severity(mark) + wrapped[0][len(mark) :]
             lines += wrapped
     fixes = [r for r in app.remedies if r.kind in (model.RemedyKind.ADOPT, model.RemedyKind.REVERT)]
@@ -383,13 +400,13 @@ def _text_app(app: model.AppReport, show_suppressed: bool, palette: color.Palett
             if len(remedies) > 1:
                 lines.append(f"{n}. {remedy.title}")
             for step in remedy.steps:
-                lines += _wrap(f"- {step}", "    ", indent="  ")
+                lines += _wrap(f"- {step}", "    ", indent="  ", width=width)
             for command in remedy.commands:
                 lines.append(f"  $ {command}")
     if app.notes:
         lines += ["", paint.title("NOTES")]
         for note in app.notes:
-            lines += _wrap(f"- {note}", "    ")
+            lines += _wrap(f"- {note}", "    ", width=width)
     return "\n".join(lines) + "\n"
 
 
@@ -400,15 +417,44 @@ def _policy_text(policy: model.SyncPolicy) -> str:
     return f"automated ({', '.join(flags)})"
 
 
-def _wrap(text: str, subsequent: str, indent: str = "") -> list[str]:
+def _wrap(text: str, subsequent: str, indent: str = "", width: int = TEXT_WIDTH) -> list[str]:
     return textwrap.wrap(
         text,
-        width=100,
+        width=max(40, width),
         initial_indent=indent,
         subsequent_indent=indent + subsequent,
         break_on_hyphens=False,
         break_long_words=False,
     )
+
+
+def _fitted(
+    rows: list[list[Any]], headers: list[str], width: int | None, shrink: tuple[int, ...]
+) -> list[list[Any]]:
+    """The rows with the `shrink` columns cut (widest first, with …) until the table, laid out
+    as tabulate's simple format does (two spaces between columns, headers padded by two), fits
+    `width`; None: as they are."""
+    if width is None or not rows:
+        return rows
+    cells = [[str(c) for c in row] for row in rows]
+
+    def widths() -> list[int]:
+        # tabulate pads a header by 2 (MIN_PADDING) when its cells are narrower
+        return [max(len(headers[i]) + 2, *(len(r[i]) for r in cells)) for i in range(len(headers))]
+
+    floor = 8
+    while sum(widths()) + 2 * (len(headers) - 1) > width:
+        current = widths()
+        candidates = [i for i in shrink if current[i] > max(floor, len(headers[i]) + 2)]
+        if not candidates:
+            break
+        widest = max(candidates, key=lambda i: current[i])
+        over = sum(current) + 2 * (len(headers) - 1) - width
+        target = max(floor, len(headers[widest]) + 2, current[widest] - over)
+        for r in cells:
+            if len(r[widest]) > target:
+                r[widest] = r[widest][: target - 1] + "…"
+    return [list(r) for r in cells]
 
 
 def _cell(value: Any) -> str:

@@ -69,7 +69,7 @@ def _gather_live(
     # Argo CD's objects are listed while discovery runs, of the kinds its CRDs serve (checked
     # against discovery before their answers are used)
     apps, settings_objects = _argocd_queries(selection, _argocd_kind)
-    kc = cluster.Cluster(config)
+    kc = cluster.Cluster(config, cache_dir=request.cluster.cache_dir)
     kc.list_on_connect([*apps, *settings_objects])
     with kc:
         progress(f"connected to {kc.where}")
@@ -105,12 +105,19 @@ def _gather_live(
         if not selection.all and targets and targets[0].error is not None:
             raise targets[0].error
         wants, namespaces = _wants(targets, kc.discovery)
+        if kc.rediscover((g, v, kd) for g, v, kd, _ns in wants):  # the cache was behind
+            wants, namespaces = _wants(targets, kc.discovery)
+        wants = _known(wants, kc.discovery, unreadable)
         queries, not_served = listing.plan(kc.discovery, wants, namespaces, tracking_label=label)
         notes.extend(not_served)
         listed.start(kc, [q for q in queries if not listed.started(q)])
         _meanwhile(kc, request)
         context_only = [q for q in hooks if q not in queries]
         results = listed.results([*queries, *context_only])
+        if any(r.not_found for r in results) and kc.rediscover():
+            # the cache served a kind the server has since dropped: said as a cold run says it
+            notes.extend(listing.plan(kc.discovery, wants, namespaces)[1])
+            results = [r for r in results if not (r.not_found and _gone(r.query.kind, kc))]
         docs: dict[model.ObjectKey, model.Body] = {}
         for body in [*bodies, *argocd_docs]:
             docs[model.ObjectKey.of(body)] = body
@@ -349,6 +356,33 @@ def _dry_run_body(
     return body
 
 
+def _known(
+    wants: list[tuple[str, str, str, str]],
+    discovery: Any,
+    unreadable: list[tuple[model.ObjectKey, str]],
+) -> list[tuple[str, str, str, str]]:
+    """The wants whose kind discovery knows, or knows the absence of; a kind discovery does not
+    find in a group with a stale or failed group-version (an aggregated API server that is
+    down) is unknown, not Missing: unreadable, as a LIST that failed."""
+    known = []
+    for want in wants:
+        group, version, kind, namespace = want
+        stale = discovery.stale_in(group) if discovery.find(group, kind, version) is None else []
+        if not stale:
+            known.append(want)
+            continue
+        why = (
+            f"discovery of {', '.join(stale)} failed or is stale (is its APIService "
+            "available? kubectl get apiservices): its kinds are not known"
+        )
+        unreadable.append((model.ObjectKey(group, kind, namespace, ""), why))
+    return known
+
+
+def _gone(kind: Any, kc: Any) -> bool:
+    return kc.discovery.find(kind.group, kind.kind) is None
+
+
 def _used(kind: Any, wants: Iterable[tuple[str, str, str, str]]) -> bool:
     return any((kind.group, kind.kind) == (g, k) for g, _v, k, _ns in wants)
 
@@ -360,6 +394,8 @@ def _live_argocd(
     from kubectl_gitdrift.live import listing
 
     app_kind = kc.discovery.find("argoproj.io", "Application")
+    if app_kind is None and kc.rediscover([("argoproj.io", "v1alpha1", "Application")]):
+        app_kind = kc.discovery.find("argoproj.io", "Application")
     if app_kind is None:
         raise ClusterError(
             f"{kc.where} serves no applications.argoproj.io",

@@ -64,6 +64,7 @@ class ClusterSide:
     snapshot: Path | None = None
     kubeconfig: str | None = None
     context: str | None = None
+    cache_dir: str | None = None  # --cache-dir: kubectl's (discovery); None: its default
     request_timeout: float = 30.0  # seconds per API request
     server_dry_run: bool = False
 
@@ -79,6 +80,7 @@ class Output:
     write_patch: Path | None = None
     color: str = "auto"  # parser.WHEN
     progress: str = "auto"  # parser.WHEN
+    drift_fails: bool = True  # --exit-code: drift exits 1 (false: 0, as argocd app diff)
 
     @property
     def writes_json(self) -> bool:

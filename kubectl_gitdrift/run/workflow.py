@@ -469,6 +469,7 @@ def run_one(
         audit_log=audit_log,
         index=index,
         dry_run=target.dry_run,
+        varying=rendered.varying,
     )
     history = _history_cache(request)
     repo = rendered.repo if rendered.repo is not None else request.git.plain_root

@@ -12,6 +12,7 @@ renderer (RENDERERS) then renders one RenderContext (sources/context.py).
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import posixpath
 import re
@@ -24,10 +25,19 @@ from typing import Any, Protocol
 
 from kubectl_gitdrift import yamlio
 from kubectl_gitdrift.errors import SourceError, UsageError
-from kubectl_gitdrift.model import Application, AppSource, Manifest
+from kubectl_gitdrift.model import Application, AppSource, Manifest, VaryingRender
 from kubectl_gitdrift.settings import Settings
 from kubectl_gitdrift.sources import charts as chart_fetch
-from kubectl_gitdrift.sources import cmp, directory, git, helm, jsonnet, kustomize, tools
+from kubectl_gitdrift.sources import (
+    cmp,
+    directory,
+    git,
+    helm,
+    jsonnet,
+    kustomize,
+    nondeterminism,
+    tools,
+)
 from kubectl_gitdrift.sources import config as render_config
 from kubectl_gitdrift.sources.buildenv import build_env
 from kubectl_gitdrift.sources.cache import CacheMiss, RenderCache, TreeCache
@@ -57,6 +67,7 @@ class RenderedSource:
     kind: str  # kustomize | directory | helm
     revision: str  # commit sha, or "working tree"
     tree: Path  # the exported tree (or the working tree with local=True)
+    varying: tuple[VaryingRender, ...] = ()  # where it renders differently each time (helm)
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,6 +79,11 @@ class Rendered:
     sources: tuple[RenderedSource, ...] = ()
     repo: Path | None = None  # the first source's repository (a clone's top, or a fetched mirror)
     fetched: bool = False  # the first source came from a fetched mirror, not --repo-root
+
+    @property
+    def varying(self) -> tuple[VaryingRender, ...]:
+        """Where the sources render differently on every render (sources/nondeterminism.py)."""
+        return tuple(v for s in self.sources for v in s.varying)
 
 
 @dataclass(frozen=True, slots=True)
@@ -421,8 +437,9 @@ def _render_source(
         charts=_charts(cache, workdir, offline, settings) if kind == "helm" else None,
         jsonnet=None if "jsonnet" in conf.disabled else JSONNET,
     )
-    part = RenderedSource(index, source.repo_url, path, kind, sha, tree)
-    return part, RENDERERS[kind].render(ctx)
+    objs = RENDERERS[kind].render(ctx)
+    varying = nondeterminism.examine(ctx, objs, RENDERERS[kind].render) if kind == "helm" else ()
+    return RenderedSource(index, source.repo_url, path, kind, sha, tree, varying), objs
 
 
 def _render_chart(
@@ -492,7 +509,9 @@ def _render_chart(
         display=name if path == "." else f"{name}/{path}",
         origins=False,
     )
-    return part, RENDERERS["helm"].render(ctx)
+    objs = RENDERERS["helm"].render(ctx)
+    varying = nondeterminism.examine(ctx, objs, RENDERERS["helm"].render)
+    return dataclasses.replace(part, varying=varying), objs
 
 
 def _chart_version(app: Application, index: int, source: AppSource, revision: str | None) -> str:

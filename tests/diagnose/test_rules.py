@@ -38,6 +38,7 @@ CODES = {
     "tracking-id-mismatch",
     "tracking-id-copied",
     "controller-forbidden",
+    "nondeterministic-render",
     "admission-mutation",
     "stuck-deleting",
 }
@@ -92,6 +93,7 @@ def test_the_rules_register_in_their_historic_order() -> None:
         "builtin/tracking",
         "builtin/controller-rbac",
         "builtin/missing-extraneous",
+        "builtin/nondeterministic-render",
         "builtin/admission-mutation",
         "builtin/stuck-deleting",
     ]

@@ -215,26 +215,27 @@ def test_kr8s_api_resources_uses_unaggregated_discovery(
 
 
 def test_unaggregated_discovery_matches_recordings(http: httpx.Client) -> None:
-    assert http.get("/api").json() == ref("discovery-02-api.json")
-    assert http.get("/api/v1").json() == ref("discovery-05-api-v1.json")
-    assert http.get("/apis/apps/v1").json() == ref("discovery-06-apis-apps-v1.json")
+    recorded = "v1.36/discovery/"
+    assert http.get("/api").json() == ref(recorded + "api.json")
+    assert http.get("/api/v1").json() == ref(recorded + "api_v1.json")
+    assert http.get("/apis/apps/v1").json() == ref(recorded + "apis_apps_v1.json")
     assert http.get("/apis/argoproj.io/v1alpha1").json() == ref(
-        "discovery-09-apis-argoproj-v1alpha1.json"
+        recorded + "apis_argoproj_io_v1alpha1.json"
     )
     groups = http.get("/apis").json()["groups"]
-    recorded = ref("discovery-03-apis.json")["groups"]
-    assert groups[: len(recorded)] == recorded
-    assert groups[len(recorded) :] == [
-        {
-            "name": "example.com",
-            "versions": [{"groupVersion": "example.com/v1", "version": "v1"}],
-            "preferredVersion": {"groupVersion": "example.com/v1", "version": "v1"},
-        }
-    ]
+    assert groups[:-1] == ref(recorded + "apis.json")["groups"]
+    assert groups[-1] == {
+        "name": "example.com",
+        "versions": [{"groupVersion": "example.com/v1", "version": "v1"}],
+        "preferredVersion": {"groupVersion": "example.com/v1", "version": "v1"},
+    }
+    for group in groups[:-1]:  # every recorded group-version, as the server sent it
+        for entry in group["versions"]:
+            name = "apis_" + entry["groupVersion"].replace(".", "_").replace("/", "_")
+            got = http.get(f"/apis/{entry['groupVersion']}").json()
+            assert got == ref(f"{recorded}{name}.json"), entry
     widgets = http.get("/apis/example.com/v1").json()["resources"]
     assert [r["name"] for r in widgets] == ["widgets", "widgets/status"]
-    batch = http.get("/apis/batch/v1").json()
-    assert {r["name"] for r in batch["resources"]} >= {"jobs", "jobs/status", "cronjobs"}
 
 
 def test_aggregated_discovery_when_asked(http: httpx.Client) -> None:
@@ -244,16 +245,38 @@ def test_aggregated_discovery_when_asked(http: httpx.Client) -> None:
     assert response.headers["cache-control"] == "public"
     assert response.headers["etag"].startswith('"')
     body = response.json()
-    recorded = ref("discovery-04-apis-aggregated-v2.json")
-    assert body["items"][: len(recorded["items"])] == recorded["items"]
+    recorded = ref("v1.36/discovery/aggregated-apis.json")
+    assert len(recorded["items"]) == 21
+    assert sum(len(i["versions"]) for i in recorded["items"]) == 22
+    assert body["items"][:-1] == recorded["items"]
     extra = body["items"][-1]
     assert extra["metadata"]["name"] == "example.com"
     (widget,) = extra["versions"][0]["resources"]
     assert widget["responseKind"] == {"group": "example.com", "version": "v1", "kind": "Widget"}
     core = http.get("/api", headers={"Accept": accept}).json()
+    assert core == ref("v1.36/discovery/aggregated-api.json")
     resources = core["items"][0]["versions"][0]["resources"]
     pods = next(r for r in resources if r["resource"] == "pods")
     assert {s["subresource"] for s in pods["subresources"]} >= {"status", "log", "exec"}
+
+
+def test_aggregated_discovery_only_at_the_exact_path(
+    server: KubeAPIServer, http: httpx.Client
+) -> None:
+    """`/apis/` is kube-aggregator's plain APIGroupList handler, as on a real server; a
+    server without aggregated discovery answers the plain documents whatever is asked."""
+    accept = f"{AGGREGATED},application/json"
+    slash = http.get("/apis/", headers={"Accept": accept})
+    assert slash.headers["content-type"] == "application/json"
+    assert slash.json()["kind"] == "APIGroupList"
+    server.aggregated_discovery = False
+    try:
+        for path, kind in (("/api", "APIVersions"), ("/apis", "APIGroupList")):
+            plain = http.get(path, headers={"Accept": accept})
+            assert plain.headers["content-type"] == "application/json"
+            assert plain.json()["kind"] == kind
+    finally:
+        server.aggregated_discovery = True
 
 
 # ---------------------------------------------------------------------------- LIST / GET

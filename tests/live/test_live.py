@@ -628,6 +628,36 @@ def test_snapshot_round_trips_without_secret_values(
     assert not list(tmp_path.glob(".*tmp"))
 
 
+@pytest.mark.parametrize("target", ["-", "yaml", "json"])
+def test_snapshot_to_standard_output_as_kubectl_users_type_it(
+    kube_apiserver: ServerFactory,  # noqa: F811
+    repo: Path,
+    run_cli: Callable[..., Result],
+    tmp_path: Path,
+    target: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """`-o -` and `-o yaml` print YAML, `-o json` JSON, to standard output; no file named
+    after the flag's value is written, and the printed snapshot replays like a file."""
+    server = kube_apiserver(secret_state())
+    monkeypatch.chdir(tmp_path)
+    snap = run_cli(
+        ["snapshot", "guestbook", "-o", target, "--kubeconfig", str(server.kubeconfig_path),
+         "--repo-root", str(repo)]
+    )  # fmt: skip
+    assert snap.exit_code == ExitCode.OK, snap.stderr
+    assert not (tmp_path / target).exists()
+    assert "wrote standard output" in snap.stderr
+    doc = json.loads(snap.stdout) if target == "json" else yaml.safe_load(snap.stdout)
+    assert doc["kind"] == "Snapshot"
+    assert_no_marker(snap.stdout.encode(), target)
+    path = tmp_path / ("s.json" if target == "json" else "s.yaml")
+    path.write_text(snap.stdout)
+    live = run_cli(live_args(server, repo, "-o", "json"))
+    replay = run_cli(offline_args(path, repo, "-o", "json"))
+    assert without_mode(replay.stdout) == without_mode(live.stdout)
+
+
 def test_snapshot_secret_equal_values_compare_equal(
     kube_apiserver: ServerFactory,  # noqa: F811
     tmp_path: Path,

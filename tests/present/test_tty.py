@@ -191,8 +191,11 @@ def test_progress_is_one_line_updated_in_place_and_gone_at_the_end(
     assert all(len(f.decode().rstrip()) <= COLS for f in frames)  # never wraps
     # nothing of it is left on the screen
     assert not any(run.screen(run.stderr))
-    # the report is the same as in a pipe, once its colours are taken away
-    piped = run_cli(_all(fleet12), tmp_path, stdout_tty=False, stderr_tty=False)
+    # the report is the same as in a pipe of the terminal's width, once its colours are taken
+    # away (a terminal's text fits its width; a pipe's is the stable layout unless $COLUMNS)
+    piped = run_cli(
+        _all(fleet12), tmp_path, stdout_tty=False, stderr_tty=False, env={"COLUMNS": str(COLS)}
+    )
     assert piped.stderr == b""
     assert color.strip(_text(run.stdout)) == piped.stdout.decode()
 

@@ -168,9 +168,9 @@ def test_parallel_and_sequential_live_give_the_same_bytes(
     seen: list[int] = []
     real_init = cluster.Cluster.__init__
 
-    def recording_init(self: cluster.Cluster, config: transport.Config) -> None:
+    def recording_init(self: cluster.Cluster, config: transport.Config, **kwargs: Any) -> None:
         seen.append(config.concurrency)
-        real_init(self, config)
+        real_init(self, config, **kwargs)
 
     monkeypatch.setattr(cluster.Cluster, "__init__", recording_init)
     server = kube_apiserver(fleet())

@@ -288,6 +288,52 @@ def test_serve_keeps_the_last_good_result(
             proc.wait()
 
 
+def test_serve_answers_a_scrape_before_its_first_run_ends(tmp_path: Path) -> None:
+    """A Prometheus scrape of a fresh pod, while the first run still renders, gets a valid
+    OpenMetrics exposition (every family, no samples, `# EOF`), never an empty body."""
+    import io
+    import socket
+
+    from kubectl_gitdrift.cli import serve as serving
+
+    release = threading.Event()
+
+    def first_run() -> serving.Outcome:
+        release.wait(30)
+        return serving.Outcome((), (), ok=True)
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    exporter = serving.Exporter(first_run, io.StringIO())
+    thread = threading.Thread(
+        target=serving.serve, args=(exporter, ("127.0.0.1", port), 60.0), kwargs={"cycles": 1}
+    )
+    thread.start()
+    try:
+        url = f"http://127.0.0.1:{port}/metrics"
+
+        def listening() -> bool:
+            try:
+                return _get(url)[0] == 200
+            except OSError:
+                return False
+
+        _wait_for(listening, "serve to listen")
+        status, ctype, text = _get(url)
+        assert (status, exporter.cycles) == (200, 0)  # the first run has not ended
+        assert ctype.startswith("application/openmetrics-text")
+        assert text.endswith("# EOF\n")
+        families = {f.name: f for f in text_string_to_metric_families(text)}
+        assert "gitdrift_application_out_of_sync" in families
+        with_samples = {f.name for f in families.values() if f.samples}
+        assert with_samples == {"gitdrift_run_failures"}  # a counter at 0; no run, no app yet
+    finally:
+        release.set()
+        thread.join(30)
+    assert exporter.cycles == 1
+
+
 def test_serve_rejects_other_outputs(run_cli: Callable[..., Result]) -> None:
     result = run_cli(["serve", "--all", "-o", "json", "--snapshot", "x.yaml"])
     assert result.exit_code == ExitCode.USAGE_ERROR

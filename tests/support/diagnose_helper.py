@@ -39,6 +39,7 @@ def diagnose(
             revision=rendered.revision,
             source=f"{app.sources[0].repo_url} {rendered.source_path} @ {rendered.revision}",
             audit_log=audit_log,
+            varying=rendered.varying,
         )
         options = engine.Options(
             schema=schema.Schema(openapi.load_builtin_definitions()),

@@ -23,6 +23,8 @@ the evidence it rests on (rule -> module -> codes):
 - builtin/missing-extraneous (missing_extraneous): missing-resource, extraneous-resource
 - builtin/ssa-field-released (ssa_field_released): ssa-field-released (git dropped a field
   other managers also own: a server-side apply keeps it)
+- builtin/nondeterministic-render (nondeterministic_render): nondeterministic-render (the
+  source renders the field differently each time: randAlphaNum, genCA, now, ...)
 - builtin/admission-mutation (admission_mutation): admission-mutation (a mutating webhook
   changes a field git sets, inside Argo CD's own apply)
 - builtin/stuck-deleting (stuck_deleting): stuck-deleting (a live object is held by finalizers
@@ -43,6 +45,7 @@ from kubectl_gitdrift.builtin.rules import (
     last_sync_failed,
     manual_drift,
     missing_extraneous,
+    nondeterministic_render,
     self_heal,
     ssa_field_released,
     stuck_deleting,
@@ -65,6 +68,7 @@ RULES = (
     tracking,
     controller_rbac,
     missing_extraneous,
+    nondeterministic_render,
     admission_mutation,
     stuck_deleting,
 )

@@ -1,11 +1,12 @@
-"""API discovery documents, based on the recordings from a real kube-apiserver v1.33.5.
+"""API discovery documents, as a real kube-apiserver v1.36.2 serves them.
 
-The recorded documents (``testdata/apiserver/discovery-0*.json``) are served
-as they are. Group-versions that were not recorded one by one are derived from the aggregated
-discovery document (``discovery-04``), which lists every group's resources. Kinds that the
-recordings lack (a ``CustomResourceDefinition`` in the store, or an object of an unknown kind)
-are added to *all* forms of discovery, so ``/apis``, ``/apis/<g>/<v>`` and the aggregated
-``/apis`` always agree.
+The recorded documents (``testdata/apiserver/v1.36/discovery/``: the 21 groups and 22
+group-versions of ``/apis``, the core group of ``/api``, both also as aggregated discovery, and
+every group-version's APIResourceList) are served as they are; ``/version`` is the v1.33.5
+server's (``testdata/apiserver/discovery-01-version.json``), which the other recordings come
+from. Kinds that the recordings lack (a ``CustomResourceDefinition`` in the store, or an object
+of an unknown kind) are added to *all* forms of discovery, so ``/apis``, ``/apis/<g>/<v>`` and
+the aggregated ``/apis`` always agree.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from typing import Any
 
 JSON = dict[str, Any]
 DATA_DIR = Path(__file__).resolve().parents[3] / "testdata" / "apiserver"
+DISCOVERY_DIR = DATA_DIR / "v1.36" / "discovery"
 
 #: Verbs (in the order a CRD's discovery lists them) for custom resources.
 CRD_VERBS = ("delete", "deletecollection", "get", "list", "patch", "create", "update", "watch")
@@ -68,6 +70,11 @@ def _load(name: str) -> JSON:
     return data
 
 
+def _load_discovery(name: str) -> JSON:
+    data: JSON = json.loads((DISCOVERY_DIR / name).read_text())
+    return data
+
+
 def version_sort_key(version: str) -> tuple[int, int, int, str]:
     """Kubernetes version priority: GA > beta > alpha, higher numbers first (sort ascending)."""
     match = re.fullmatch(r"v(\d+)(?:(alpha|beta)(\d+))?", version)
@@ -84,26 +91,15 @@ class Discovery:
     def __init__(self) -> None:
         self._lock = threading.RLock()  # documents are extended while requests read them
         self.version_info = _load("discovery-01-version.json")
-        self._api_versions = _load("discovery-02-api.json")
-        self._group_list = _load("discovery-03-apis.json")
-        self._aggregated = _load("discovery-04-apis-aggregated-v2.json")
-        self._resource_lists: dict[str, JSON] = {"v1": _load("discovery-05-api-v1.json")}
-        for name in (
-            "discovery-06-apis-apps-v1.json",
-            "discovery-07-apis-rbac-v1.json",
-            "discovery-08-apis-authorization-v1.json",
-            "discovery-09-apis-argoproj-v1alpha1.json",
-        ):
-            doc = _load(name)
-            self._resource_lists[doc["groupVersion"]] = doc
-        for item in self._aggregated["items"]:
-            group = item["metadata"]["name"]
-            for entry in item["versions"]:
-                group_version = f"{group}/{entry['version']}"
-                if group_version not in self._resource_lists:
-                    self._resource_lists[group_version] = _resource_list_from_aggregated(
-                        group_version, entry["resources"]
-                    )
+        self._api_versions = _load_discovery("api.json")
+        self._group_list = _load_discovery("apis.json")
+        self._aggregated = _load_discovery("aggregated-apis.json")
+        self._aggregated_core = _load_discovery("aggregated-api.json")
+        self._resource_lists: dict[str, JSON] = {"v1": _load_discovery("api_v1.json")}
+        for group in self._group_list["groups"]:
+            for entry in group["versions"]:
+                name = "apis_" + entry["groupVersion"].replace(".", "_").replace("/", "_")
+                self._resource_lists[entry["groupVersion"]] = _load_discovery(name + ".json")
         self._types: dict[tuple[str, str, str], ResourceType] = {}
         for group_version, doc in self._resource_lists.items():
             group, _, version = group_version.rpartition("/")
@@ -251,24 +247,7 @@ class Discovery:
     def aggregated_core(self) -> JSON:
         """``GET /api`` with the aggregated Accept: the core group as APIGroupDiscoveryList."""
         with self._lock:
-            resources = copy.deepcopy(self._resource_lists["v1"]["resources"])
-        return {
-            "kind": "APIGroupDiscoveryList",
-            "apiVersion": "apidiscovery.k8s.io/v2",
-            "metadata": {},
-            "items": [
-                {
-                    "metadata": {"creationTimestamp": None},
-                    "versions": [
-                        {
-                            "version": "v1",
-                            "resources": _aggregated_from_resource_list(resources),
-                            "freshness": "Current",
-                        }
-                    ],
-                }
-            ],
-        }
+            return copy.deepcopy(self._aggregated_core)
 
     def resource_list(self, group: str, version: str) -> JSON | None:
         """``GET /api/v1`` or ``/apis/<group>/<version>``: APIResourceList, None if unknown."""
@@ -338,79 +317,3 @@ def _aggregated_entry(rtype: ResourceType) -> JSON:
             for sub in rtype.subresources
         ]
     return entry
-
-
-def _resource_list_from_aggregated(group_version: str, resources: list[JSON]) -> JSON:
-    """An APIResourceList equivalent to one version of an aggregated discovery item."""
-    group, _, version = group_version.rpartition("/")
-    out: list[JSON] = []
-    for res in resources:
-        namespaced = res["scope"] == "Namespaced"
-        entry: JSON = {
-            "name": res["resource"],
-            "singularName": res.get("singularResource", ""),
-            "namespaced": namespaced,
-            "kind": res["responseKind"]["kind"],
-            "verbs": list(res["verbs"]),
-        }
-        if res.get("shortNames"):
-            entry["shortNames"] = list(res["shortNames"])
-        if res.get("categories"):
-            entry["categories"] = list(res["categories"])
-        if "list" in res["verbs"]:
-            entry["storageVersionHash"] = storage_version_hash(
-                group, version, res["responseKind"]["kind"]
-            )
-        out.append(entry)
-        for sub in res.get("subresources", []):
-            kind = sub["responseKind"]
-            sub_entry: JSON = {
-                "name": f"{res['resource']}/{sub['subresource']}",
-                "singularName": "",
-                "namespaced": namespaced,
-            }
-            if kind.get("group") or kind.get("version"):
-                sub_entry.update(group=kind["group"], version=kind["version"])
-            sub_entry["kind"] = kind["kind"]
-            sub_entry["verbs"] = list(sub["verbs"])
-            out.append(sub_entry)
-    return {
-        "kind": "APIResourceList",
-        "apiVersion": "v1",
-        "groupVersion": group_version,
-        "resources": out,
-    }
-
-
-def _aggregated_from_resource_list(resources: list[JSON]) -> list[JSON]:
-    """Aggregated-discovery resources for an APIResourceList (used for the core group)."""
-    by_name: dict[str, JSON] = {}
-    out: list[JSON] = []
-    for res in resources:
-        plural, _, sub = res["name"].partition("/")
-        if not sub:
-            entry: JSON = {
-                "resource": plural,
-                "responseKind": {"group": "", "version": "", "kind": res["kind"]},
-                "scope": "Namespaced" if res["namespaced"] else "Cluster",
-                "singularResource": res.get("singularName", ""),
-                "verbs": list(res["verbs"]),
-            }
-            for key, out_key in (("shortNames", "shortNames"), ("categories", "categories")):
-                if res.get(key):
-                    entry[out_key] = list(res[key])
-            by_name[plural] = entry
-            out.append(entry)
-        elif plural in by_name:
-            by_name[plural].setdefault("subresources", []).append(
-                {
-                    "subresource": sub,
-                    "responseKind": {
-                        "group": res.get("group", ""),
-                        "version": res.get("version", ""),
-                        "kind": res["kind"],
-                    },
-                    "verbs": list(res["verbs"]),
-                }
-            )
-    return out

@@ -197,6 +197,11 @@ class KubeAPIServer:
             (an error under ``filterwarnings = error``) whenever a kr8s ``Api`` is collected.
             With it off, every response says ``Connection: close`` (a TLS handshake per
             request costs about a millisecond on loopback).
+
+    Attributes:
+        aggregated_discovery: Answer ``/api`` and ``/apis`` as APIGroupDiscoveryList when the
+            Accept asks for it (on by default, as kube-apiserver 1.30+); off, a server that
+            knows only the plain documents (clients then fetch every group-version).
     """
 
     def __init__(
@@ -209,6 +214,7 @@ class KubeAPIServer:
         keep_alive: bool = False,
     ) -> None:
         self.keep_alive = keep_alive
+        self.aggregated_discovery = True
         self.discovery = Discovery()
         self.store = Store(self.discovery, fill_metadata=fill_metadata)
         self.store.load(load_objects(objects))
@@ -464,6 +470,16 @@ class KubeAPIServer:
             and (user is None or r.user == user)
         ]
 
+    def discovery_requests(self) -> list[str]:
+        """The paths of the discovery requests answered so far, in order: ``/version``,
+        ``/api``, ``/apis`` and each group-version's ``/api/v1``, ``/apis/<g>/<v>`` (what a
+        client asks before its first LIST, and what its discovery cache saves)."""
+        return [
+            r.path
+            for r in self.requests
+            if r.method == "GET" and not r.resource and _is_discovery_path(r.path)
+        ]
+
     @property
     def dry_runs(self) -> list[RequestRecord]:
         """The server-side apply dry-runs (``dryRun=All`` PATCHes) answered so far."""
@@ -545,6 +561,15 @@ def parse_request_info(method: str, path: str, query: Mapping[str, str]) -> Requ
         resource=resource,
         subresource=subresource,
         name=name,
+    )
+
+
+def _is_discovery_path(path: str) -> bool:
+    parts = path.strip("/").split("/")
+    return (
+        parts == ["version"]
+        or (parts[0] == "api" and len(parts) <= 2)
+        or (parts[0] == "apis" and len(parts) <= 3)
     )
 
 
@@ -834,6 +859,9 @@ class _Handler(http.server.BaseHTTPRequestHandler):
     def _non_resource(self, path: str) -> _Response:
         discovery = self.server.api.discovery
         accept = self.headers.get("Accept", "")
+        # `/apis/` is kube-aggregator's plain APIGroupList handler (UnlistedHandle); only
+        # `/apis` itself answers aggregated discovery
+        aggregated = self.server.api.aggregated_discovery and path != "/apis/"
         path = path.rstrip("/") or "/"
         if path == "/version":
             return _json(200, discovery.version_info)
@@ -842,7 +870,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         if path == "/openapi/v3" or path.startswith("/openapi/v3/"):
             return _openapi_v3(path)
         if path in ("/api", "/apis"):
-            if _accepts_aggregated(accept):
+            if aggregated and _accepts_aggregated(accept):
                 doc = discovery.aggregated_core() if path == "/api" else discovery.aggregated_apis()
                 response = _json(200, doc, AGGREGATED_V2, **{"Cache-Control": "public"})
                 etag = hashlib.sha512(response.body).hexdigest().upper()
