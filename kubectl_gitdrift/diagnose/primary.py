@@ -13,15 +13,24 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 
-from kubectl_gitdrift.diagnose import ignore_unmatched, nondeterminism, rules, server_filled
+from kubectl_gitdrift.diagnose import (
+    admission,
+    deleting,
+    ignore_unmatched,
+    nondeterminism,
+    rules,
+    server_filled,
+)
 from kubectl_gitdrift.diagnose.causes import Cause, CauseKey
 
 Detector = Callable[[rules.Context], Iterable[Cause]]
 
 DETECTORS: tuple[Detector, ...] = (
-    ignore_unmatched.detect,
-    nondeterminism.detect,
-    server_filled.detect,
+    deleting.detect,  # stuck-deleting: the whole resource, whatever else differs in it
+    ignore_unmatched.detect,  # ignore-rule-unmatched: the rule meant for it is the fix
+    nondeterminism.detect,  # nondeterministic-render
+    server_filled.detect,  # server-filled (before admission: a broad webhook matches anything)
+    admission.detect,  # admission-mutation
 )
 """Most specific first; each detector is one module of diagnose/ (see docs/diagnosis.md)."""
 

@@ -13,7 +13,7 @@ from typing import Any
 from kubectl_gitdrift.live.discovery import Discovery, Kind
 from kubectl_gitdrift.live.transport import Transport, Unreadable, status_message
 
-__all__ = ["CONTEXT_KINDS", "ListResult", "Query", "list_all", "plan"]
+__all__ = ["CONTEXT_KINDS", "WEBHOOK_KINDS", "ListResult", "Query", "list_all", "plan", "webhooks"]
 
 
 @dataclass(frozen=True, order=True)
@@ -156,6 +156,17 @@ CONTEXT_KINDS = (
     ("rbac.authorization.k8s.io", "ClusterRole"),
     ("rbac.authorization.k8s.io", "ClusterRoleBinding"),
 )
+
+
+#: Kinds read only when a difference may be an admission webhook's (an app Argo CD reports
+#: OutOfSync): the cluster-scoped mutating webhook configurations (diagnose/admission.py).
+WEBHOOK_KINDS = (("admissionregistration.k8s.io", "MutatingWebhookConfiguration"),)
+
+
+def webhooks(discovery: Discovery) -> list[Query]:
+    """The LISTs of the WEBHOOK_KINDS the server serves (one cluster-wide LIST each)."""
+    found = (discovery.find(group, kind) for group, kind in WEBHOOK_KINDS)
+    return [Query(kind, "") for kind in found if kind is not None]
 
 
 def plan(

@@ -88,7 +88,9 @@ def _gather_live(
         early, _ = listing.plan(
             kc.discovery, *_status_wants(bodies, remotes, kc.discovery), tracking_label=label
         )
-        listed.start(kc, early)
+        # mutating webhook configurations: only for apps with differences to explain
+        hooks = listing.webhooks(kc.discovery) if _out_of_sync(bodies) else []
+        listed.start(kc, [*early, *(q for q in hooks if q not in early)])
         targets = workflow.prepare(
             bodies,
             settings,
@@ -110,7 +112,8 @@ def _gather_live(
         notes.extend(not_served)
         listed.start(kc, [q for q in queries if not listed.started(q)])
         _meanwhile(kc, request)
-        results = listed.results(queries)
+        context_only = [q for q in hooks if q not in queries]
+        results = listed.results([*queries, *context_only])
         if any(r.not_found for r in results) and kc.rediscover():
             # the cache served a kind the server has since dropped: said as a cold run says it
             notes.extend(listing.plan(kc.discovery, wants, namespaces)[1])
@@ -119,6 +122,16 @@ def _gather_live(
         for body in [*bodies, *argocd_docs]:
             docs[model.ObjectKey.of(body)] = body
         for res in results:
+            if res.query in context_only:
+                if res.error:  # e.g. 403: a note; the verdict and the drift are whole without them
+                    notes.append(
+                        f"mutating webhook configurations were not read ({res.error}): a "
+                        "webhook's change to a field (admission-mutation) is named only from "
+                        "the audit log (--audit-log)"
+                    )
+                for item in res.items:
+                    docs.setdefault(model.ObjectKey.of(item), _without_ca_bundles(item))
+                continue
             if res.error:
                 if res.query.label_selector:  # the tracked-label sweep is best effort
                     notes.append(f"not checked: {res.error}")
@@ -164,6 +177,45 @@ def _gather_live(
             notes=sorted(set(notes)),
         )
     return state, targets
+
+
+def _out_of_sync(bodies: Sequence[model.Body]) -> bool:
+    """Some Application has a difference to explain: Argo CD reports it (or one of its
+    resources) other than Synced."""
+    for body in bodies:
+        status = body.get("status") or {}
+        if str((status.get("sync") or {}).get("status") or "") != "Synced":
+            return True
+        resources = status.get("resources") or ()
+        if any(isinstance(r, Mapping) and r.get("status") == "OutOfSync" for r in resources):
+            return True
+    return False
+
+
+def _without_ca_bundles(item: model.Body) -> model.Body:
+    """A webhook configuration read for diagnosis, without its webhooks' caBundle (nor the
+    last-applied-configuration that repeats it): nothing reads them, and they are never shown
+    or written to a snapshot."""
+    out = dict(item)
+    metadata = out.get("metadata")
+    if isinstance(metadata, Mapping) and isinstance(metadata.get("annotations"), Mapping):
+        annotations = {k: v for k, v in metadata["annotations"].items() if k != LAST_APPLIED}
+        out["metadata"] = {**metadata, "annotations": annotations}
+    hooks = out.get("webhooks")
+    if isinstance(hooks, list):
+        out["webhooks"] = [
+            {
+                **hook,
+                "clientConfig": {k: v for k, v in hook["clientConfig"].items() if k != "caBundle"},
+            }
+            if isinstance(hook, Mapping) and isinstance(hook.get("clientConfig"), Mapping)
+            else hook
+            for hook in hooks
+        ]
+    return out
+
+
+LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
 
 
 def _meanwhile(kc: Any, request: Request) -> None:

@@ -41,6 +41,8 @@ CODES = {
     "nondeterministic-render",
     "server-filled",
     "ignore-rule-unmatched",
+    "admission-mutation",
+    "stuck-deleting",
 }
 
 
@@ -96,6 +98,8 @@ def test_the_rules_register_in_their_historic_order() -> None:
         "builtin/nondeterministic-render",
         "builtin/ignore-rule-unmatched",
         "builtin/server-filled",
+        "builtin/admission-mutation",
+        "builtin/stuck-deleting",
     ]
 
 

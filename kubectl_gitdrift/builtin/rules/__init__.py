@@ -29,6 +29,10 @@ the evidence it rests on (rule -> module -> codes):
   rule matches no resource of the app while a difference at its path remains)
 - builtin/server-filled (server_filled): server-filled (only fields the API server fills in
   differ; no sync or selfHeal clears it)
+- builtin/admission-mutation (admission_mutation): admission-mutation (a mutating webhook
+  changes a field git sets, inside Argo CD's own apply)
+- builtin/stuck-deleting (stuck_deleting): stuck-deleting (a live object is held by finalizers
+  nobody removes)
 
 Each rule module holds ID, SEVERITY, CODES, DOC and `check(ctx)`; what several rules share is
 in `_common`, and no rule module imports another. A new rule is a new module added to RULES.
@@ -37,6 +41,7 @@ in `_common`, and no rule module imports another. A new rule is a new module add
 from __future__ import annotations
 
 from kubectl_gitdrift.builtin.rules import (
+    admission_mutation,
     controller_rbac,
     field_fight,
     git_ahead,
@@ -49,6 +54,7 @@ from kubectl_gitdrift.builtin.rules import (
     self_heal,
     server_filled,
     ssa_field_released,
+    stuck_deleting,
     sync_policy,
     sync_windows,
     tracking,
@@ -71,6 +77,8 @@ RULES = (
     nondeterministic_render,
     ignore_rule_unmatched,
     server_filled,
+    admission_mutation,
+    stuck_deleting,
 )
 """The rule modules in registration order (the order hooks and listings have always seen)."""
 

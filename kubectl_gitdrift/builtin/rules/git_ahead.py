@@ -11,7 +11,9 @@ from kubectl_gitdrift.builtin.rules._common import (
     clue_for,
     cluster_moved,
     explained,
+    gitdrift_context,
     kind_of,
+    revertable_drift,
     unexplained_changes,
 )
 from kubectl_gitdrift.compare import changes
@@ -53,6 +55,9 @@ def check(ctx: RuleContext) -> Iterator[Finding]:
         for d in ctx.drifts
         if d.status is ResourceStatus.MISSING and not explained(ctx, d.key, None)
     ]
+    own = gitdrift_context(ctx)
+    if not moved and not missing and own is not None and own.causes and not revertable_drift(ctx):
+        return  # what differs has its own cause, and a sync would not clear it
     yield Finding(
         code="git-ahead",
         severity=Severity.INFO,

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from kubectl_gitdrift.builtin.rules._common import clue_for
+from kubectl_gitdrift.builtin.rules._common import clue_for, explained
 from kubectl_gitdrift.diagnose import tracking
 from kubectl_gitdrift.hookspecs import RuleContext
 from kubectl_gitdrift.model import Finding, ResourceStatus, Severity
@@ -55,7 +55,8 @@ def check(ctx: RuleContext) -> Iterator[Finding]:
                 evidence=evidence,
                 hint=f"argocd app sync {ctx.app.name}",
             )
-        elif drift.status is ResourceStatus.EXTRANEOUS:
+        elif drift.status is ResourceStatus.EXTRANEOUS and not explained(ctx, drift.key, None):
+            # (one being deleted already: stuck-deleting says what holds it)
             prune = ctx.app.sync_policy.automated and ctx.app.sync_policy.prune
             annotations = ((drift.live or {}).get("metadata") or {}).get("annotations") or {}
             evidence = {

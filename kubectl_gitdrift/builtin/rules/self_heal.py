@@ -6,7 +6,7 @@ from collections.abc import Iterator
 from datetime import timedelta
 from typing import Any
 
-from kubectl_gitdrift.builtin.rules._common import cluster_moved, gitdrift_context, out_of_sync
+from kubectl_gitdrift.builtin.rules._common import cluster_moved, gitdrift_context, revertable_drift
 from kubectl_gitdrift.diagnose import attribution, syncwindows
 from kubectl_gitdrift.hookspecs import RuleContext
 from kubectl_gitdrift.model import Finding, Severity
@@ -34,8 +34,8 @@ def check(ctx: RuleContext) -> Iterator[Finding]:
     op = app.operation
     if not (policy.automated and policy.self_heal) or not cluster_moved(ctx):
         return
-    if not out_of_sync(ctx) or op is None or op.phase not in ("Succeeded", "Running"):
-        return
+    if not revertable_drift(ctx) or op is None or op.phase not in ("Succeeded", "Running"):
+        return  # nothing, or only drift a sync cannot clear (its own cause says so)
     extra = gitdrift_context(ctx)
     if extra is not None and extra.project is not None:
         moment = attribution.parse_time(extra.now)
