@@ -481,8 +481,13 @@ class Finding:
 class RemedyKind(str, enum.Enum):
     ADOPT = "adopt"  # make git say what the cluster says
     REVERT = "revert"  # make the cluster say what git says
+    RESOLVE = "resolve"  # remove a specific cause: an ignore rule, a compare option, a policy
     PREVENT = "prevent"  # keep it from happening again
     VERIFY = "verify"  # prove the fix worked
+
+
+FIX_KINDS = (RemedyKind.ADOPT, RemedyKind.REVERT, RemedyKind.RESOLVE)
+"""The remedies a report lists under FIX: the ways out of the drift there is now."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -110,10 +110,14 @@ def _fits(cause: Cause | None, how: str) -> bool:
 
 
 def _cause_fixes(causes: Mapping[CauseKey, Cause]) -> list[Remedy]:
-    """Each specific cause's fixes, once each, in the order the causes were found."""
+    """Each specific cause's fixes, once each, in the order the causes were found. A fix that
+    removes the cause (an ignore rule, a compare option, a webhook's policy) is a way out of the
+    drift there is now, so it is listed with adopt and revert (RESOLVE), not as prevention."""
     out: list[Remedy] = []
     for cause in causes.values():
         for fix in cause.fixes:
+            if fix.kind is RemedyKind.PREVENT:
+                fix = replace(fix, kind=RemedyKind.RESOLVE)
             if fix not in out:
                 out.append(fix)
     return out

@@ -29,7 +29,7 @@ def _app(app: model.AppReport) -> str:
     out += _evidence(app)
     out += _root_cause(app)
     sections = (
-        ("Remediation", (model.RemedyKind.ADOPT, model.RemedyKind.REVERT), True),
+        ("Remediation", model.FIX_KINDS, True),
         ("Verification", (model.RemedyKind.VERIFY,), False),
         ("Prevention", (model.RemedyKind.PREVENT,), False),
     )

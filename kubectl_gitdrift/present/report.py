@@ -386,7 +386,7 @@ def _text_app(
             wrapped = _wrap(f"{mark} [{f.code}] {f.message}", "    ", width=width)
             wrapped[0] = paint.severity(mark) + wrapped[0][len(mark) :]
             lines += wrapped
-    fixes = [r for r in app.remedies if r.kind in (model.RemedyKind.ADOPT, model.RemedyKind.REVERT)]
+    fixes = [r for r in app.remedies if r.kind in model.FIX_KINDS]
     sections = [
         ("FIX (pick one)", fixes),
         ("PREVENT", [r for r in app.remedies if r.kind is model.RemedyKind.PREVENT]),
