@@ -109,7 +109,8 @@ class RequestRecord:
     duration: float
     content_type: str = ""
     body: bytes = b""
-    """The request body of a server-side apply dry-run (empty for other requests)."""
+    """The request body of a server-side apply dry-run or a SubjectAccessReview (empty for
+    other requests)."""
 
     @property
     def is_dry_run(self) -> bool:
@@ -465,6 +466,15 @@ class KubeAPIServer:
         ]
 
     @property
+    def reviews(self) -> list[dict[str, Any]]:
+        """The ``spec`` of every SubjectAccessReview POSTed so far, in completion order."""
+        return [
+            json.loads(r.body).get("spec") or {}
+            for r in self.requests
+            if r.method == "POST" and r.path.rstrip("/") == SAR_PATH and r.body
+        ]
+
+    @property
     def dry_runs(self) -> list[RequestRecord]:
         """The server-side apply dry-runs (``dryRun=All`` PATCHes) answered so far."""
         return [r for r in self.requests if r.is_dry_run]
@@ -787,7 +797,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
                 dropped=dropped,
                 duration=time.monotonic() - started,
                 content_type=self.headers.get("Content-Type", ""),
-                body=body if method == "PATCH" else b"",
+                body=body if method == "PATCH" or path.rstrip("/") == SAR_PATH else b"",
             )
         )
         try:
