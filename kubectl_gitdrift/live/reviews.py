@@ -57,9 +57,9 @@ async def _review(
         "apiVersion": "authorization.k8s.io/v1",
         "kind": "SubjectAccessReview",
         "spec": {
-            "resourceAttributes": question.attributes(),
             "user": user,
             "groups": list(groups),
+            "resourceAttributes": question.attributes(),
         },
     }
     async with link.slot:

@@ -26,7 +26,7 @@ import tempfile
 import threading
 import time
 import uuid
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
@@ -36,7 +36,7 @@ from urllib.parse import parse_qs, urlsplit
 import yaml
 
 from . import dryrun
-from .auth import RBAC, AccessRule, Attributes, Identity, authorize_identity
+from .auth import RBAC, AccessRule, Attributes, Decision, Identity, authorize_identity
 from .discovery import Discovery, ResourceType
 from .status import (
     APIError,
@@ -214,6 +214,9 @@ class KubeAPIServer:
         self.store = Store(self.discovery, fill_metadata=fill_metadata)
         self.store.load(load_objects(objects))
         self.rbac = RBAC(self.store.objects)
+        #: A webhook authorizer consulted before RBAC (``--authorization-mode=Webhook,RBAC``)
+        #: for SubjectAccessReviews: a Decision ends the chain, None leaves it to RBAC.
+        self.webhook: Callable[[Attributes], Decision | None] | None = None
         self.identities: list[Identity] = list(identities or default_identities())
         self.unauthorized_token = "unknown-" + secrets.token_hex(16)
         self.tls: TLSMaterial = session_tls()
@@ -1005,7 +1008,10 @@ class _Handler(http.server.BaseHTTPRequestHandler):
                 resource_request=False,
                 path=str(non_resource_attrs.get("path", "")),
             )
-        decision = self.server.api.rbac.authorize(attrs)
+        api = self.server.api
+        decision = api.webhook(attrs) if api.webhook is not None else None
+        if decision is None:
+            decision = api.rbac.authorize(attrs)
         status: dict[str, Any] = {"allowed": decision.allowed}
         if decision.reason:
             status["reason"] = decision.reason
