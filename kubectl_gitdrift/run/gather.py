@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
-from kubectl_gitdrift import application, model
+from kubectl_gitdrift import __version__, application, model
 from kubectl_gitdrift.compare import normalize, openapi, pairs, schema
 from kubectl_gitdrift.compare import strategies as compare
 from kubectl_gitdrift.diagnose import rbac, tracking
@@ -64,6 +64,7 @@ def _gather_live(
         kubeconfig=request.cluster.kubeconfig,
         context=request.cluster.context,
         timeout=request.cluster.request_timeout,
+        version=__version__,
         **{"concurrency": request.settings.workers(), **request.tuning.cluster},
     )
     # Argo CD's objects are listed while discovery runs, of the kinds its CRDs serve (checked

@@ -6,6 +6,7 @@ from __future__ import annotations
 import base64
 import copy
 import json
+import re
 import shutil
 import socket
 import time
@@ -13,9 +14,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import kr8s
 import pytest
 import yaml
 
+from kubectl_gitdrift import __version__
 from kubectl_gitdrift.errors import ExitCode
 from kubectl_gitdrift.run import workflow
 from tests.conftest import FAST_RETRIES, TESTDATA, Result, Runner, without_access_notes
@@ -155,6 +158,24 @@ def test_lists_once_per_kind_and_namespace(incident: KubeAPIServer, repo: Path, 
     for request in incident.requests_for(verb="list"):
         assert request.query.get("limit"), "LIST without a limit"
     assert_read_only_lists(incident)
+
+
+def test_every_request_says_who_sends_it(
+    incident: KubeAPIServer, repo: Path, run_cli: Callable[..., Result]
+) -> None:
+    """kubectl's form of User-Agent, on every request (connecting's `/version` too), so that
+    an operator tells gitdrift's reads from any other kr8s client's in the audit log."""
+    result = run_cli(live_args(incident, repo, "-o", "json"))
+    assert result.exit_code == ExitCode.DRIFT, result.stderr
+    agents = {r.user_agent for r in incident.requests}
+    (agent,) = agents
+    assert re.fullmatch(
+        rf"kubectl-gitdrift/{re.escape(__version__)} \((linux|darwin|windows)/[a-z0-9]+\) "
+        rf"kr8s/{re.escape(kr8s.__version__)}",
+        agent,
+    ), agent
+    assert "/version" in {r.path.rstrip("/") for r in incident.requests}  # kr8s asks on connecting
+    assert "subjectaccessreviews" in {r.resource for r in incident.requests}
 
 
 def test_lists_known_from_the_application_run_while_it_renders(
