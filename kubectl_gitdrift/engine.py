@@ -111,6 +111,10 @@ class Options:
     rules: Sequence[hookspecs.Rule] = field(default_factory=list)
     history: attribution.FileHistory | None = None  # file -> last commit touching it
     authorize: rbac.Authorizer | None = None  # live: SubjectAccessReview; None: offline RBAC
+    # live: the notes say how the controller's permissions were checked, and, where the
+    # reviews were not answered and RBAC objects were evaluated instead, why (`review_failure`)
+    note_access: bool = False
+    review_failure: str = ""  # e.g. "SubjectAccessReview forbidden"
     controller: str = rbac.CONTROLLER  # --controller-sa, as a username
     plurals: Mapping[tuple[str, str], str] | None = None  # (group, kind) -> resource, discovery
     read_source: remedies.SourceReader | None = None  # repo-relative file -> text, for patches
@@ -225,6 +229,8 @@ def run(inputs: Inputs, pm: pluggy.PluginManager, opts: Options) -> model.AppRep
         if sync_status(drifts) is not model.SyncStatus.SYNCED:
             notes.append(access_source)
         access_source = ""
+    elif opts.note_access and sync_status(drifts) is not model.SyncStatus.SYNCED:
+        notes.append(f"controller permissions: {access_source}")
     rule_ctx = diagnosis.Context(
         app,
         settings,
@@ -402,16 +408,25 @@ def _access(
     if not questions:
         return [], ""
     if opts.authorize is not None:
-        return rbac.ask(questions, opts.authorize), "SubjectAccessReview"
+        answers = rbac.ask(questions, opts.authorize)
+        if not answers:  # the run asked the server about other kinds only
+            return [], (
+                "the API server was not asked whether the Argo CD controller may write the "
+                "app's kinds, so that was not checked"
+            )
+        return answers, "SubjectAccessReview"
     answers, evaluator = rbac.offline(evaluator, questions, opts.controller)
+    failure = f" ({opts.review_failure})" if opts.review_failure else ""
     if not evaluator.usable:
         return [], (
             "no ClusterRoles and bindings were read (none in the snapshot, or not allowed to "
-            "list them), so whether the Argo CD controller may write the app's kinds was not "
-            "checked"
+            f"list them){failure}, so whether the Argo CD controller may write the app's kinds "
+            "was not checked"
         )
     counts = evaluator.counts()
-    return answers, "offline RBAC over " + ", ".join(f"{n} {k}" for k, n in counts.items())
+    return answers, (
+        "offline RBAC over " + ", ".join(f"{n} {k}" for k, n in counts.items()) + failure
+    )
 
 
 def _kind_key(key: model.ObjectKey) -> model.ObjectKey:

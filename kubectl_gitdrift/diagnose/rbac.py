@@ -1,6 +1,7 @@
 """Can the Argo CD controller write what the app renders? `kubectl auth can-i` for its service
-account, answered offline from the snapshot's RBAC objects (pure), or live through a
-SubjectAccessReview callback the cluster edge provides. Both paths ask the same `questions`.
+account, answered offline from the snapshot's RBAC objects (pure), or live by the API server:
+the cluster edge asks it one SubjectAccessReview per question before the comparison and hands
+the answers over as `Reviews` (looked up here, no I/O). Both paths ask the same `questions`.
 
 The offline evaluator follows the API server's RBAC authorizer: ClusterRoleBindings first, then
 the RoleBindings of the request's namespace; the first rule that allows wins and the reason names
@@ -96,8 +97,22 @@ class Answer:
     how: str = "offline"  # "offline" (snapshot RBAC) | "SubjectAccessReview"
 
 
-Authorizer = Callable[[Question], Answer]
-"""Answers one question; the live edge implements it with a SubjectAccessReview."""
+Authorizer = Callable[[Question], "Answer | None"]
+"""Answers one question (None: it was not asked, so it has no answer); live, the API server's
+SubjectAccessReviews (`Reviews.answer`)."""
+
+
+@dataclass(frozen=True)
+class Reviews:
+    """What the API server answered a live run by SubjectAccessReview: one answer per question
+    asked, or, when it would not answer (`failure`: "SubjectAccessReview forbidden", ...), none,
+    and the run evaluates the RBAC objects it could read instead."""
+
+    answers: Mapping[Question, Answer]
+    failure: str = ""
+
+    def answer(self, question: Question) -> Answer | None:
+        return self.answers.get(question)
 
 
 @dataclass(frozen=True, slots=True)
@@ -351,7 +366,9 @@ def selector_matches(selector: Mapping[str, Any], labels: Mapping[str, Any]) -> 
 
 
 def ask(questions_: Iterable[Question], authorize: Authorizer) -> list[Answer]:
-    return [authorize(q) for q in questions_]
+    """The answers to `questions_`, in order; a question `authorize` has no answer for is left
+    out."""
+    return [a for a in map(authorize, questions_) if a is not None]
 
 
 def offline(

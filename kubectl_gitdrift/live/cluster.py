@@ -153,11 +153,17 @@ class Cluster:
     # ------------------------------------------------------------------ can-i
     def review(
         self, user: str, groups: Sequence[str], questions: Sequence[rbac.Question]
-    ) -> list[rbac.Answer | None]:
+    ) -> rbac.Reviews:
         """Ask the API server, one SubjectAccessReview per question (the only POST gitdrift
-        makes; it creates nothing). None where the server would not answer (e.g. we may not
-        create SubjectAccessReviews): the caller falls back to evaluating RBAC offline."""
-        return self._link.run(review_all(self._link, user, groups, questions))
+        makes; it creates nothing): the answers, or none and why (e.g. we may not create
+        SubjectAccessReviews), and the caller evaluates the RBAC objects instead."""
+        return self.start_review(user, groups, questions).result()
+
+    def start_review(
+        self, user: str, groups: Sequence[str], questions: Sequence[rbac.Question]
+    ) -> concurrent.futures.Future[rbac.Reviews]:
+        """:meth:`review`, started: the reviews go out beside the LISTs in flight."""
+        return self._link.submit(review_all(self._link, user, groups, questions))
 
     # ------------------------------------------------------------------ apply dry-run
     def dry_run_apply(

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kubectl_gitdrift import application, model
-from kubectl_gitdrift.diagnose import tracking
+from kubectl_gitdrift.diagnose import rbac, tracking
 from kubectl_gitdrift.live.fingerprints import is_secret, redact_secret
 
 __all__ = ["Capture", "ClusterState", "from_documents", "from_live"]
@@ -45,6 +45,9 @@ class ClusterState:
     unreadable: tuple[tuple[model.ObjectKey, str], ...] = ()
     capture: Capture | None = None  # None for plain kubectl output
     notes: tuple[str, ...] = ()
+    # live: the API server's SubjectAccessReview answers for the controller (or why there are
+    # none, and the RBAC objects among `objects` answer); None: offline, RBAC objects answer
+    reviews: rbac.Reviews | None = None
 
     def find_application(self, name: str, namespace: str | None) -> model.Body | None:
         for body in self.applications:
@@ -87,6 +90,7 @@ def from_documents(
     unreadable: Sequence[tuple[model.ObjectKey, str]] = (),
     capture: Capture | None = None,
     notes: Sequence[str] = (),
+    reviews: rbac.Reviews | None = None,
 ) -> ClusterState:
     objects: dict[model.ObjectKey, model.Manifest] = {}
     apps: dict[model.ObjectKey, model.Body] = {}
@@ -109,6 +113,7 @@ def from_documents(
         tuple(sorted(set(unreadable))),
         capture,
         tuple(notes),
+        reviews,
     )
 
 
@@ -124,6 +129,7 @@ def from_live(
     capture: Capture,
     unreadable: Sequence[tuple[model.ObjectKey, str]] = (),
     notes: Sequence[str] = (),
+    reviews: rbac.Reviews | None = None,
 ) -> ClusterState:
     """The state of a live run: Secret values fingerprinted with `capture.fingerprint_key`
     right away, so nothing downstream (comparison, snapshot file) ever holds them."""
@@ -131,4 +137,6 @@ def from_live(
     if key is None:
         raise ValueError("a live capture needs a fingerprint key")
     redacted = [redact_secret(d, key) if is_secret(model.ObjectKey.of(d)) else d for d in docs]
-    return from_documents(redacted, source, unreadable=unreadable, capture=capture, notes=notes)
+    return from_documents(
+        redacted, source, unreadable=unreadable, capture=capture, notes=notes, reviews=reviews
+    )

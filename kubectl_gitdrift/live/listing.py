@@ -13,7 +13,17 @@ from typing import Any
 from kubectl_gitdrift.live.discovery import Discovery, Kind
 from kubectl_gitdrift.live.transport import Transport, Unreadable, status_message
 
-__all__ = ["CONTEXT_KINDS", "WEBHOOK_KINDS", "ListResult", "Query", "list_all", "plan", "webhooks"]
+__all__ = [
+    "CONTEXT_KINDS",
+    "RBAC_KINDS",
+    "WEBHOOK_KINDS",
+    "ListResult",
+    "Query",
+    "in_namespaces",
+    "list_all",
+    "plan",
+    "webhooks",
+]
 
 
 @dataclass(frozen=True, order=True)
@@ -145,12 +155,15 @@ async def _pages(link: Transport, query: Query) -> list[dict[str, Any]]:
 
 # --------------------------------------------------------------------------- planning
 
-#: Kinds read beside an app's own objects, for diagnosis: Events (who scaled), HPAs that own
-#: replicas, and the RBAC
-#: objects an offline can-i for the Argo CD controller needs.
+#: Kinds read beside an app's own objects, for diagnosis: Events (who scaled) and HPAs that own
+#: replicas.
 CONTEXT_KINDS = (
     ("", "Event"),
     ("autoscaling", "HorizontalPodAutoscaler"),
+)
+#: The RBAC objects an offline can-i for the Argo CD controller needs: listed when the API
+#: server does not answer SubjectAccessReviews, and for a snapshot (offline mode has no server).
+RBAC_KINDS = (
     ("rbac.authorization.k8s.io", "Role"),
     ("rbac.authorization.k8s.io", "RoleBinding"),
     ("rbac.authorization.k8s.io", "ClusterRole"),
@@ -175,13 +188,16 @@ def plan(
     namespaces: Iterable[str],
     *,
     tracking_label: str = "",
+    rbac: bool = True,
 ) -> tuple[list[Query], list[str]]:
     """The LISTs for (group, version, kind, namespace) wants: one per kind and namespace (one
-    per kind for cluster-scoped kinds), the context kinds in `namespaces`, and with label
-    tracking one cluster-wide LIST per kind selecting the tracking label. Returns the queries
-    (sorted) and notes about kinds the server does not serve."""
+    per kind for cluster-scoped kinds), the context kinds in `namespaces` (the RBAC kinds too
+    unless `rbac` is false: the reviews answer can-i), and with label tracking one
+    cluster-wide LIST per kind selecting the tracking label. Returns the queries (sorted) and
+    notes about kinds the server does not serve."""
     queries: set[Query] = set()
     notes: set[str] = set()
+    namespaces = list(namespaces)
     for group, version, kind_name, namespace in wants:
         kind = discovery.find(group, kind_name, version)
         if kind is None:
@@ -194,12 +210,25 @@ def plan(
         queries.add(Query(kind, namespace if kind.namespaced else ""))
         if tracking_label:
             queries.add(Query(kind, "", label_selector=tracking_label))
-    for group, kind_name in CONTEXT_KINDS:
+    queries.update(in_namespaces(discovery, CONTEXT_KINDS, namespaces))
+    if rbac:
+        queries.update(in_namespaces(discovery, RBAC_KINDS, namespaces))
+    return sorted(queries), sorted(notes)
+
+
+def in_namespaces(
+    discovery: Discovery, kinds: Iterable[tuple[str, str]], namespaces: Iterable[str]
+) -> list[Query]:
+    """The LISTs of `kinds` (group, kind) the server serves: each namespaced one in every
+    namespace of `namespaces`, each cluster-scoped one once; sorted."""
+    queries: set[Query] = set()
+    namespaces = [ns for ns in namespaces if ns]
+    for group, kind_name in kinds:
         kind = discovery.find(group, kind_name)
         if kind is None:
             continue
         if kind.namespaced:
-            queries.update(Query(kind, ns) for ns in namespaces if ns)
+            queries.update(Query(kind, ns) for ns in namespaces)
         else:
             queries.add(Query(kind, ""))
-    return sorted(queries), sorted(notes)
+    return sorted(queries)

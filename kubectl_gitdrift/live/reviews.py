@@ -1,35 +1,58 @@
 """can-i, asked of the API server: one SubjectAccessReview per question, creating nothing.
 
-The only POST gitdrift makes.
+The only POST gitdrift makes. Asked as `kubectl auth can-i VERB RESOURCE -n NS --as USER`
+would be answered: the user and its groups (a service account's three), no impersonation.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Sequence
 
 from kubectl_gitdrift.diagnose import rbac
-from kubectl_gitdrift.live.transport import TRANSIENT, Transport
-
-if TYPE_CHECKING:
-    import httpx
+from kubectl_gitdrift.live.transport import Transport, Unreadable, status_message
 
 __all__ = ["review_all"]
 
 
+class _Refused(Exception):
+    """The server would not answer a review: 403 (we may not create them) or another status."""
+
+    def __init__(self, reason: str, status: int) -> None:
+        super().__init__(reason)
+        self.status = status
+
+
 async def review_all(
     link: Transport, user: str, groups: Sequence[str], questions: Sequence[rbac.Question]
-) -> list[rbac.Answer | None]:
-    """One answer per question, concurrently (bounded), in `questions` order; None where the
-    server would not answer (e.g. we may not create SubjectAccessReviews)."""
-    return list(await asyncio.gather(*(_review(link, user, groups, q) for q in questions)))
+) -> rbac.Reviews:
+    """The answers to `questions`, concurrently (bounded by the transport); none, and why, when
+    the server would not answer one of them (a 403: we may not create SubjectAccessReviews;
+    a 404: the API is not served; 5xx or timeouts after retries). A 401 is a ClusterError."""
+
+    async def one(question: rbac.Question) -> rbac.Answer | _Refused:
+        try:
+            return await _review(link, user, groups, question)
+        except _Refused as exc:
+            return exc
+
+    results = await asyncio.gather(*(one(q) for q in questions))
+    refused = [r for r in results if isinstance(r, _Refused)]
+    if any(r.status == 401 for r in refused):
+        raise link.unauthorized()
+    if refused:
+        forbidden = next((r for r in refused if r.status == 403), None)
+        if forbidden is not None:
+            return rbac.Reviews({}, "SubjectAccessReview forbidden")
+        return rbac.Reviews({}, f"SubjectAccessReview failed: {refused[0]}")
+    answers = [r for r in results if isinstance(r, rbac.Answer)]
+    return rbac.Reviews({a.question: a for a in answers})
 
 
 async def _review(
     link: Transport, user: str, groups: Sequence[str], question: rbac.Question
-) -> rbac.Answer | None:
+) -> rbac.Answer:
     body = {
         "apiVersion": "authorization.k8s.io/v1",
         "kind": "SubjectAccessReview",
@@ -40,37 +63,28 @@ async def _review(
         },
     }
     async with link.slot:
-        for attempt in range(link.config.retries + 1):
-            link.requests += 1
-            try:
-                response = await asyncio.wait_for(_post(link, body), link.config.timeout)
-            except TRANSIENT:
-                await asyncio.sleep(link.backoff(attempt))
-                continue
-            if response.status_code in (200, 201):
-                status = (response.json() or {}).get("status") or {}
-                return rbac.Answer(
-                    question,
-                    bool(status.get("allowed")),
-                    str(status.get("reason") or ""),
-                    how="SubjectAccessReview",
-                )
-            if response.status_code == 429 or response.status_code >= 500:
-                await asyncio.sleep(link.retry_after(response) or link.backoff(attempt))
-                continue
-            return None
-    return None
-
-
-async def _post(link: Transport, body: Mapping[str, Any]) -> httpx.Response:
-    async with link.api.call_api(
-        "POST",
-        version="v1",
-        base="/apis/authorization.k8s.io",
-        url="subjectaccessreviews",
-        raise_for_status=False,
-        content=json.dumps(body),
-        headers={"Content-Type": "application/json"},
-    ) as response:
-        await response.aread()
-        return response  # type: ignore[no-any-return]
+        try:
+            # safe to repeat: a review is answered, never stored
+            response = await link.request(
+                "POST",
+                "/apis/authorization.k8s.io",
+                version="v1",
+                url="subjectaccessreviews",
+                headers={"Content-Type": "application/json"},
+                content=json.dumps(body).encode(),
+            )
+        except Unreadable as exc:
+            raise _Refused(str(exc), exc.status) from None
+    code = response.status_code
+    if code not in (200, 201):
+        phrase = f"{code} {response.reason_phrase}".strip()
+        raise _Refused(f"{phrase}: {status_message(response)}", code)
+    try:
+        answer = response.json()
+    except ValueError:
+        raise _Refused("the server answered something that is not JSON", code) from None
+    status = (answer.get("status") if isinstance(answer, dict) else None) or {}
+    if not isinstance(status, dict):
+        raise _Refused("the server's answer has no status", code)
+    reason = str(status.get("reason") or status.get("evaluationError") or "")
+    return rbac.Answer(question, status.get("allowed") is True, reason, how="SubjectAccessReview")

@@ -21,6 +21,10 @@ kr8s 0.20 behaviours this module relies on or works around:
 - kr8s never closes its httpx session; :meth:`Transport.close` does (``Api._session``).
 - ``Api.get()`` would follow ``continue`` itself, but gives no control over ``limit``, a 410
   restart or retries, so LISTs are built on ``call_api``.
+- Its session's ``User-Agent`` is the Api's ``__version__`` (``kr8s/0.20.15``), read whenever
+  the session is made (on the first request, again after re-authenticating): a subclass says
+  gitdrift's (:func:`user_agent`), and is built as ``kr8s.asyncio.api()`` builds its own
+  (``bypass_factory=True``, then awaited: auth, then ``/version``), so no request goes without it.
 """
 
 from __future__ import annotations
@@ -32,7 +36,9 @@ import email.utils
 import json
 import math
 import os
+import platform
 import random
+import sys
 import threading
 import time
 from collections.abc import Coroutine, Mapping
@@ -46,7 +52,7 @@ import kr8s.asyncio
 
 from kubectl_gitdrift.errors import ClusterError
 
-__all__ = ["TRANSIENT", "Config", "Transport", "Unreadable"]
+__all__ = ["TRANSIENT", "Config", "Transport", "Unreadable", "user_agent"]
 
 T = TypeVar("T")
 SHUTDOWN_GRACE = 1.0
@@ -58,6 +64,35 @@ TRANSIENT: tuple[type[BaseException], ...] = (
     asyncio.TimeoutError,
 )
 """How a request fails short of an answer (dropped, refused, timed out): worth another try."""
+
+#: Go's names for the machine's architecture (GOARCH), as kubectl's User-Agent gives it.
+_GOARCH = {"x86_64": "amd64", "amd64": "amd64", "aarch64": "arm64", "arm64": "arm64",
+           "i386": "386", "i686": "386", "armv7l": "arm", "ppc64le": "ppc64le",
+           "s390x": "s390x"}  # fmt: skip
+
+
+def user_agent(version: str) -> str:
+    """Who sends every request, in kubectl's form (`kubectl/v1.36.0 (linux/amd64) kubernetes/…`):
+    `kubectl-gitdrift/0.1.0 (linux/amd64) kr8s/0.20.15`, so that an operator tells gitdrift's
+    reads from any other kr8s client's in the audit log."""
+    goos = "windows" if sys.platform == "win32" else sys.platform.rstrip("0123456789")
+    machine = platform.machine().lower()
+    return (
+        f"kubectl-gitdrift/{version} ({goos}/{_GOARCH.get(machine, machine)}) "
+        f"kr8s/{kr8s.__version__}"
+    )
+
+
+class _Api(kr8s.asyncio.Api):
+    """kr8s's Api, naming gitdrift (and kr8s) in the User-Agent of its session."""
+
+    def __init__(self, agent: str, **kwargs: Any) -> None:
+        self._agent = agent
+        super().__init__(**kwargs)
+
+    @property
+    def __version__(self) -> str:
+        return self._agent
 
 
 @dataclass(frozen=True)
@@ -73,6 +108,7 @@ class Config:
     max_retry_after: float = 30.0  # cap on a server's Retry-After
     concurrency: int = 8  # LISTs in flight at once
     page_size: int = 500  # LIST limit; continue tokens fetch the rest
+    version: str = "0"  # gitdrift's, for the User-Agent (the run wing knows it)
 
 
 class Unreadable(Exception):
@@ -205,7 +241,8 @@ class Transport:
         check_kubeconfig(cfg.kubeconfig)
         try:
             # kr8s.asyncio.api() would also check /version, whatever the cache says
-            api = kr8s.asyncio.Api(
+            api = _Api(
+                user_agent(cfg.version),
                 url=None,
                 kubeconfig=cfg.kubeconfig,
                 serviceaccount=None,

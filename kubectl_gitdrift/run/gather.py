@@ -15,10 +15,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
-from kubectl_gitdrift import application, model
+from kubectl_gitdrift import __version__, application, model
 from kubectl_gitdrift.compare import normalize, openapi, pairs, schema
 from kubectl_gitdrift.compare import strategies as compare
-from kubectl_gitdrift.diagnose import tracking
+from kubectl_gitdrift.diagnose import rbac, tracking
 from kubectl_gitdrift.errors import AppError, ClusterError, GitDriftError
 from kubectl_gitdrift.live import clusterstate, fingerprints, snapshot
 from kubectl_gitdrift.run import workflow
@@ -64,6 +64,7 @@ def _gather_live(
         kubeconfig=request.cluster.kubeconfig,
         context=request.cluster.context,
         timeout=request.cluster.request_timeout,
+        version=__version__,
         **{"concurrency": request.settings.workers(), **request.tuning.cluster},
     )
     # Argo CD's objects are listed while discovery runs, of the kinds its CRDs serve (checked
@@ -85,12 +86,18 @@ def _gather_live(
         )
         remotes = workflow.remotes_of(request)
         listed = _Listed(progress)
+        # a comparison asks the API server the controller's can-i (SubjectAccessReview) and
+        # lists RBAC objects only if it will not answer; a snapshot holds them for offline
+        reviews = _Reviews(kc, request) if request.export is None else None
+        status_wants = _status_wants(bodies, remotes, kc.discovery)
         early, _ = listing.plan(
-            kc.discovery, *_status_wants(bodies, remotes, kc.discovery), tracking_label=label
+            kc.discovery, *status_wants, tracking_label=label, rbac=reviews is None
         )
         # mutating webhook configurations: only for apps with differences to explain
         hooks = listing.webhooks(kc.discovery) if _out_of_sync(bodies) else []
         listed.start(kc, [*early, *(q for q in hooks if q not in early)])
+        if reviews is not None:
+            reviews.ask(status_wants[0])
         targets = workflow.prepare(
             bodies,
             settings,
@@ -108,9 +115,13 @@ def _gather_live(
         if kc.rediscover((g, v, kd) for g, v, kd, _ns in wants):  # the cache was behind
             wants, namespaces = _wants(targets, kc.discovery)
         wants = _known(wants, kc.discovery, unreadable)
-        queries, not_served = listing.plan(kc.discovery, wants, namespaces, tracking_label=label)
+        queries, not_served = listing.plan(
+            kc.discovery, wants, namespaces, tracking_label=label, rbac=reviews is None
+        )
         notes.extend(not_served)
         listed.start(kc, [q for q in queries if not listed.started(q)])
+        if reviews is not None:
+            reviews.ask(wants)
         _meanwhile(kc, request)
         context_only = [q for q in hooks if q not in queries]
         results = listed.results([*queries, *context_only])
@@ -122,32 +133,24 @@ def _gather_live(
         for body in [*bodies, *argocd_docs]:
             docs[model.ObjectKey.of(body)] = body
         for res in results:
-            if res.query in context_only:
-                if res.error:  # e.g. 403: a note; the verdict and the drift are whole without them
-                    notes.append(
-                        f"mutating webhook configurations were not read ({res.error}): a "
-                        "webhook's change to a field (admission-mutation) is named only from "
-                        "the audit log (--audit-log)"
-                    )
-                for item in res.items:
-                    docs.setdefault(model.ObjectKey.of(item), _without_ca_bundles(item))
+            if res.query not in context_only:
                 continue
-            if res.error:
-                if res.query.label_selector:  # the tracked-label sweep is best effort
-                    notes.append(f"not checked: {res.error}")
-                    continue
-                unreadable.append(
-                    (
-                        model.ObjectKey(res.query.kind.group, res.query.kind.kind,
-                                        res.query.namespace, ""),
-                        res.error,
-                    )
-                )  # fmt: skip
-                continue
-            if res.not_found:
-                notes.append(f"{res.query.describe()}: not found (404), counted as empty")
+            if res.error:  # e.g. 403: a note; the verdict and the drift are whole without them
+                notes.append(
+                    f"mutating webhook configurations were not read ({res.error}): a "
+                    "webhook's change to a field (admission-mutation) is named only from "
+                    "the audit log (--audit-log)"
+                )
             for item in res.items:
-                docs.setdefault(model.ObjectKey.of(item), item)
+                docs.setdefault(model.ObjectKey.of(item), _without_ca_bundles(item))
+        _take([r for r in results if r.query not in context_only], docs, unreadable, notes)
+        answered = None
+        if reviews is not None:
+            reviews.ask(_tracked_elsewhere(targets, settings, docs.values()))
+            answered = reviews.result()
+            if answered.failure:  # evaluate the RBAC objects instead, listed now
+                fallback = listing.in_namespaces(kc.discovery, listing.RBAC_KINDS, namespaces)
+                _take(kc.fetch(fallback), docs, unreadable, notes)
         involved = {
             (k.group, k.version, k.kind)
             for k in (kc.discovery.find(g, kd, v) for g, v, kd, _ns in wants)
@@ -175,6 +178,7 @@ def _gather_live(
             capture=capture,
             unreadable=unreadable,
             notes=sorted(set(notes)),
+            reviews=answered,
         )
     return state, targets
 
@@ -216,6 +220,91 @@ def _without_ca_bundles(item: model.Body) -> model.Body:
 
 
 LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
+
+
+def _take(
+    results: Iterable[Any],
+    docs: dict[model.ObjectKey, model.Body],
+    unreadable: list[tuple[model.ObjectKey, str]],
+    notes: list[str],
+) -> None:
+    """The LISTs' items into `docs` (the first of a key kept), their failures into
+    `unreadable` (a label sweep's into `notes`, being best effort)."""
+    for res in results:
+        if res.error:
+            if res.query.label_selector:  # the tracked-label sweep is best effort
+                notes.append(f"not checked: {res.error}")
+                continue
+            unreadable.append(
+                (
+                    model.ObjectKey(res.query.kind.group, res.query.kind.kind,
+                                    res.query.namespace, ""),
+                    res.error,
+                )
+            )  # fmt: skip
+            continue
+        if res.not_found:
+            notes.append(f"{res.query.describe()}: not found (404), counted as empty")
+        for item in res.items:
+            docs.setdefault(model.ObjectKey.of(item), item)
+
+
+class _Reviews:
+    """The Argo CD controller's can-i, asked of the API server by SubjectAccessReview in
+    batches that go out beside the LISTs (what the Applications say they track while they
+    render, the rest of what they render after, live objects they track elsewhere last), each
+    question once: the questions the engine asks of each app (rbac.questions), so that its
+    answers are looked up, never asked during the comparison."""
+
+    def __init__(self, kc: Any, request: Request) -> None:
+        self._kc = kc
+        self._who = rbac.subject(rbac.service_account_user(request.diagnosis.controller_sa))
+        self._plurals = {(k.group, k.kind): k.plural for k in kc.discovery.kinds()}
+        self._asked: set[rbac.Question] = set()
+        self._batches: list[concurrent.futures.Future[rbac.Reviews]] = []
+
+    def ask(self, wants: Iterable[tuple[str, str, str, str]]) -> None:
+        """Ask about (group, version, kind, namespace) wants not asked yet; nothing more once
+        the server refused a batch."""
+        if any(b.done() and not b.exception() and b.result().failure for b in self._batches):
+            return
+        keys = {model.ObjectKey(g, k, ns, "") for g, _v, k, ns in wants}
+        questions = [q for q in rbac.questions(keys, plurals=self._plurals) if q not in self._asked]
+        if questions:
+            self._asked.update(questions)
+            self._batches.append(self._kc.start_review(self._who.user, self._who.groups, questions))
+
+    def result(self) -> rbac.Reviews:
+        """Every answer, or none and the first batch's reason the server gave none."""
+        answers: dict[rbac.Question, rbac.Answer] = {}
+        for batch in self._batches:
+            got = batch.result()
+            if got.failure:
+                return got
+            answers.update(got.answers)
+        return rbac.Reviews(answers)
+
+
+def _tracked_elsewhere(
+    targets: Sequence[workflow.Target],
+    settings: model.Settings,
+    live: Iterable[model.Body],
+) -> list[tuple[str, str, str, str]]:
+    """(group, "", kind, namespace) of the live objects the apps track (a label sweep finds
+    them in any namespace), which the engine asks about too when git no longer has them."""
+    instances = {
+        tracking.instance_name(t.app, settings)
+        for t in targets
+        if t.app is not None and not t.skipped and t.error is None
+    }
+    found = set()
+    for body in live:
+        if (body.get("metadata") or {}).get("ownerReferences"):
+            continue
+        if tracking.app_of(body, settings) in instances:
+            key = model.ObjectKey.of(body)
+            found.add((key.group, "", key.kind, key.namespace))
+    return sorted(found)
 
 
 def _meanwhile(kc: Any, request: Request) -> None:

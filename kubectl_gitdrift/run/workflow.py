@@ -432,6 +432,7 @@ def options(
             )
             for r in capture.api_resources
         }
+    reviews = state.reviews  # live: the API server answered can-i, or said why not
     return engine.Options(
         schema=schema.Schema(definitions),
         defaults=defaults.apply_defaults,
@@ -439,6 +440,9 @@ def options(
         plurals=plurals,
         disabled_rules=request.diagnosis.disabled_rules,
         rules=rules,
+        authorize=reviews.answer if reviews is not None and not reviews.failure else None,
+        note_access=reviews is not None,
+        review_failure=reviews.failure if reviews is not None else "",
     )
 
 

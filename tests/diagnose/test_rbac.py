@@ -252,7 +252,9 @@ def test_cluster_review_asks_subject_access_review_through_kr8s() -> None:
     with serve(objects) as srv:
         config = transport.Config(kubeconfig=str(srv.kubeconfig_path), context=srv.context)
         with cluster.Cluster(config) as kc:
-            answers = kc.review(who.user, who.groups, questions)
+            reviews = kc.review(who.user, who.groups, questions)
+        assert reviews.failure == ""
+        answers = [reviews.answer(q) for q in questions]
         posts = [r for r in srv.requests if r.method == "POST"]
         assert len(posts) == len(questions)
         assert all(r.resource == "subjectaccessreviews" for r in posts)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import base64
 import copy
 import json
+import re
 import shutil
 import socket
 import time
@@ -13,17 +14,20 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import kr8s
 import pytest
 import yaml
 
+from kubectl_gitdrift import __version__
 from kubectl_gitdrift.errors import ExitCode
 from kubectl_gitdrift.run import workflow
-from tests.conftest import FAST_RETRIES, TESTDATA, Result, Runner
+from tests.conftest import FAST_RETRIES, TESTDATA, Result, Runner, without_access_notes
 from tests.support.apiserver import (
     AccessRule,
     Identity,
     KubeAPIServer,
     ServerFactory,
+    controller_rbac,
     kube_apiserver,  # noqa: F401 - the fixture
 )
 
@@ -36,7 +40,10 @@ Obj = dict[str, Any]
 
 
 def incident_objects() -> list[Obj]:
-    return list(yaml.safe_load((INCIDENT / "snapshot.yaml").read_text())["items"])
+    """The incident's cluster, with the permissions Argo CD's install gives its controller (the
+    server answers the controller's can-i from them)."""
+    items = list(yaml.safe_load((INCIDENT / "snapshot.yaml").read_text())["items"])
+    return [*items, *controller_rbac()]
 
 
 @pytest.fixture
@@ -75,9 +82,11 @@ def offline_args(snapshot: Path, repo: Path, *extra: str) -> list[str]:
 
 
 def without_mode(text: str) -> Obj:
+    """The report but its mode and how the controller's permissions were checked (live: the
+    API server's SubjectAccessReviews; offline: the snapshot's RBAC objects, if any)."""
     doc = json.loads(text)
     assert doc.pop("mode") in ("live", "offline")
-    return dict(doc)
+    return without_access_notes(doc)
 
 
 def resource(report: Obj, kind: str) -> Obj:
@@ -88,7 +97,8 @@ def resource(report: Obj, kind: str) -> Obj:
 def assert_read_only_lists(server: KubeAPIServer) -> None:
     resource_requests = [r for r in server.requests if r.resource]
     assert resource_requests
-    assert {r.verb for r in resource_requests} == {"list"}, "per-object GETs or writes"
+    reads = [r for r in resource_requests if r.resource != "subjectaccessreviews"]
+    assert {r.verb for r in reads} == {"list"}, "per-object GETs or writes"
     assert not server.write_violations
 
 
@@ -124,7 +134,10 @@ def test_live_report_equals_offline_on_snapshot_and_on_its_export(
     assert without_mode(replay.stdout) == without_mode(live.stdout)
     text_live = run_cli(live_args(incident, repo))
     text_replay = run_cli(offline_args(export, repo))
-    assert text_live.stdout == text_replay.stdout
+    # the snapshot holds the RBAC objects: offline, they answer what the server answered live
+    assert text_live.stdout == (
+        text_replay.stdout + "\nNOTES\n- controller permissions: SubjectAccessReview\n"
+    )
     assert_read_only_lists(incident)
 
 
@@ -139,11 +152,30 @@ def test_lists_once_per_kind_and_namespace(incident: KubeAPIServer, repo: Path, 
         ("apps", "deployments", "prod"),
         ("", "services", "prod"),
         ("", "events", "prod"),
-        ("rbac.authorization.k8s.io", "clusterroles", ""),
     } <= set(lists)
+    # the API server answers the controller's can-i: no RBAC object is listed
+    assert not [r for r in lists if r[0] == "rbac.authorization.k8s.io"]
     for request in incident.requests_for(verb="list"):
         assert request.query.get("limit"), "LIST without a limit"
     assert_read_only_lists(incident)
+
+
+def test_every_request_says_who_sends_it(
+    incident: KubeAPIServer, repo: Path, run_cli: Callable[..., Result]
+) -> None:
+    """kubectl's form of User-Agent, on every request (connecting's `/version` too), so that
+    an operator tells gitdrift's reads from any other kr8s client's in the audit log."""
+    result = run_cli(live_args(incident, repo, "-o", "json"))
+    assert result.exit_code == ExitCode.DRIFT, result.stderr
+    agents = {r.user_agent for r in incident.requests}
+    (agent,) = agents
+    assert re.fullmatch(
+        rf"kubectl-gitdrift/{re.escape(__version__)} \((linux|darwin|windows)/[a-z0-9]+\) "
+        rf"kr8s/{re.escape(kr8s.__version__)}",
+        agent,
+    ), agent
+    assert "/version" in {r.path.rstrip("/") for r in incident.requests}  # kr8s asks on connecting
+    assert "subjectaccessreviews" in {r.resource for r in incident.requests}
 
 
 def test_lists_known_from_the_application_run_while_it_renders(
@@ -186,7 +218,8 @@ def test_lists_known_from_the_application_run_while_it_renders(
     offline = json.loads(
         run_cli(offline_args(INCIDENT / "snapshot.yaml", repo, "-o", "json")).stdout
     )
-    assert without_mode(result.stdout) == {k: v for k, v in offline.items() if k != "mode"}
+    offline.pop("mode")
+    assert without_mode(result.stdout) == without_access_notes(offline)
 
 
 def test_argo_cd_objects_are_listed_while_discovery_runs(

@@ -24,6 +24,7 @@ from tests.support.apiserver import (
     Identity,
     KubeAPIServer,
     ServerFactory,
+    controller_rbac,
     kube_apiserver,  # noqa: F401 - the fixture
 )
 from tests.support.apiserver import dryrun as apiserver_dryrun
@@ -121,7 +122,7 @@ def cluster_objects(
         application(app, commit, compare_options=compare_options) for app in CASES.values()
     ]
     objects.extend(read(recording, "live-before.json") for recording in CASES)
-    return objects
+    return [*objects, *controller_rbac()]  # the server answers the controller's can-i
 
 
 def run(
@@ -188,7 +189,7 @@ def test_the_request_is_argo_cds_server_side_diff_dry_run(
     assert sent == read("01-configmap-dropped-keys-removed", "desired.yaml")
     # the rest were reads; the dry-run is the only thing that is not
     others = [r for r in server.requests if r is not request and r.resource]
-    assert {r.verb for r in others} == {"list"}
+    assert {r.verb for r in others if r.resource != "subjectaccessreviews"} == {"list"}
     assert not server.write_violations
 
 
@@ -197,8 +198,8 @@ def test_without_the_flag_no_dry_run_is_sent(
     repo: tuple[Path, str],
     run_cli: Callable[..., Result],
 ) -> None:
-    """Same Server-Side Diff apps, no flag: reads only (and the autouse guard, which fails any
-    unmarked test that sends a dry-run, checks it too)."""
+    """Same Server-Side Diff apps, no flag: reads only, and the controller's can-i (and the
+    autouse guard, which fails any unmarked test that sends a dry-run, checks it too)."""
     path, commit = repo
     server = kube_apiserver(cluster_objects(commit))
     for app in CASES.values():
@@ -209,6 +210,9 @@ def test_without_the_flag_no_dry_run_is_sent(
     assert server.requests
     assert server.dry_runs == []
     for record in server.requests:
+        if record.resource == "subjectaccessreviews":
+            assert record.method == "POST"
+            continue
         assert record.method == "GET", f"{record.method} {record.path}"
 
 

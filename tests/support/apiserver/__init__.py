@@ -39,6 +39,14 @@ Obj = dict[str, Any]
 ObjectsArg = Iterable[Obj] | Obj | str | Path
 #: Directory of the recordings from the real kube-apiserver (testdata/apiserver/README.md).
 REFERENCE_DIR = Path(__file__).resolve().parents[3] / "testdata" / "apiserver"
+#: The Argo CD controller's ClusterRole and ClusterRoleBinding as Argo CD's install.yaml has them.
+CONTROLLER_RBAC = REFERENCE_DIR.parent / "argocd" / "controller-rbac.yaml"
+
+
+def controller_rbac() -> list[Obj]:
+    """What a real Argo CD installation grants its controller (everything, cluster-wide): served
+    beside a cluster's objects, the server's SubjectAccessReviews allow it what Argo CD may do."""
+    return load_objects(CONTROLLER_RBAC)
 
 
 @contextlib.contextmanager
@@ -115,6 +123,7 @@ def kube_apiserver() -> Iterator[ServerFactory]:
 
 
 __all__ = [
+    "CONTROLLER_RBAC",
     "REFERENCE_DIR",
     "AccessRule",
     "Attributes",
@@ -126,6 +135,7 @@ __all__ = [
     "RequestRecord",
     "ResourceType",
     "ServerFactory",
+    "controller_rbac",
     "default_identities",
     "encode_continue",
     "kube_apiserver",

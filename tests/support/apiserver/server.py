@@ -26,7 +26,7 @@ import tempfile
 import threading
 import time
 import uuid
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
@@ -36,7 +36,7 @@ from urllib.parse import parse_qs, urlsplit
 import yaml
 
 from . import dryrun
-from .auth import RBAC, AccessRule, Attributes, Identity, authorize_identity
+from .auth import RBAC, AccessRule, Attributes, Decision, Identity, authorize_identity
 from .discovery import Discovery, ResourceType
 from .status import (
     APIError,
@@ -109,7 +109,8 @@ class RequestRecord:
     duration: float
     content_type: str = ""
     body: bytes = b""
-    """The request body of a server-side apply dry-run (empty for other requests)."""
+    """The request body of a server-side apply dry-run or a SubjectAccessReview (empty for
+    other requests)."""
 
     @property
     def is_dry_run(self) -> bool:
@@ -219,6 +220,9 @@ class KubeAPIServer:
         self.store = Store(self.discovery, fill_metadata=fill_metadata)
         self.store.load(load_objects(objects))
         self.rbac = RBAC(self.store.objects)
+        #: A webhook authorizer consulted before RBAC (``--authorization-mode=Webhook,RBAC``)
+        #: for SubjectAccessReviews: a Decision ends the chain, None leaves it to RBAC.
+        self.webhook: Callable[[Attributes], Decision | None] | None = None
         self.identities: list[Identity] = list(identities or default_identities())
         self.unauthorized_token = "unknown-" + secrets.token_hex(16)
         self.tls: TLSMaterial = session_tls()
@@ -478,6 +482,15 @@ class KubeAPIServer:
             r.path
             for r in self.requests
             if r.method == "GET" and not r.resource and _is_discovery_path(r.path)
+        ]
+
+    @property
+    def reviews(self) -> list[dict[str, Any]]:
+        """The ``spec`` of every SubjectAccessReview POSTed so far, in completion order."""
+        return [
+            json.loads(r.body).get("spec") or {}
+            for r in self.requests
+            if r.method == "POST" and r.path.rstrip("/") == SAR_PATH and r.body
         ]
 
     @property
@@ -812,7 +825,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
                 dropped=dropped,
                 duration=time.monotonic() - started,
                 content_type=self.headers.get("Content-Type", ""),
-                body=body if method == "PATCH" else b"",
+                body=body if method == "PATCH" or path.rstrip("/") == SAR_PATH else b"",
             )
         )
         try:
@@ -1023,7 +1036,10 @@ class _Handler(http.server.BaseHTTPRequestHandler):
                 resource_request=False,
                 path=str(non_resource_attrs.get("path", "")),
             )
-        decision = self.server.api.rbac.authorize(attrs)
+        api = self.server.api
+        decision = api.webhook(attrs) if api.webhook is not None else None
+        if decision is None:
+            decision = api.rbac.authorize(attrs)
         status: dict[str, Any] = {"allowed": decision.allowed}
         if decision.reason:
             status["reason"] = decision.reason
