@@ -107,6 +107,7 @@ def run_cli() -> Runner:
 
 
 FAST_RETRIES = {"backoff": 0.01, "max_backoff": 0.05}
+"""transport.Config overrides for live tests: a retried request waits milliseconds, not seconds."""
 
 #: How a report says the controller's permissions were checked (engine.py's _access): live
 #: by the API server's SubjectAccessReviews, offline by RBAC objects, or not at all.
@@ -121,9 +122,6 @@ def without_access_notes(doc: dict[str, Any]) -> dict[str, Any]:
         for app in doc.get("applications") or ()
     ]
     return {**doc, "applications": apps} if "applications" in doc else dict(doc)
-
-
-"""transport.Config overrides for live tests: a retried request waits milliseconds, not seconds."""
 
 
 @pytest.fixture(autouse=True)

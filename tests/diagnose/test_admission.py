@@ -301,7 +301,7 @@ def test_generic_stories_and_fixes_leave_the_claimed_field_alone() -> None:
     out = remedies.recommend(ctx.app, ctx.drifts, [finding], causes=ctx.causes)
     kinds = [r.kind for r in out]
     assert model.RemedyKind.REVERT not in kinds  # a sync cannot keep git's value
-    assert kinds[:2] == [model.RemedyKind.ADOPT, model.RemedyKind.PREVENT]
+    assert kinds[:2] == [model.RemedyKind.ADOPT, model.RemedyKind.RESOLVE]  # the cause's own fix
 
 
 def test_with_self_heal_off_the_message_says_what_it_would_do() -> None:

@@ -15,12 +15,13 @@ import pytest
 import yaml
 
 from kubectl_gitdrift.errors import ExitCode
-from tests.conftest import FAST_RETRIES, TESTDATA, Result, Runner
+from tests.conftest import FAST_RETRIES, TESTDATA, Result, Runner, without_access_notes
 from tests.support.apiserver import (
     AccessRule,
     Identity,
     KubeAPIServer,
     ServerFactory,
+    controller_rbac,
     kube_apiserver,  # noqa: F401 - the fixture
 )
 
@@ -37,7 +38,9 @@ READABLE = (
 
 
 def objects() -> list[Obj]:
-    return list(yaml.safe_load((SCENARIO / "snapshot.yaml").read_text())["items"])
+    """The scenario's state, and Argo CD's own controller RBAC (which a real cluster has)."""
+    items = list(yaml.safe_load((SCENARIO / "snapshot.yaml").read_text())["items"])
+    return [*items, *controller_rbac()]
 
 
 def ca_bundle() -> str:
@@ -70,9 +73,11 @@ def live_args(server: KubeAPIServer, repo: Path, *extra: str) -> list[str]:
 
 
 def without_mode(text: str) -> Obj:
+    """The report without its mode and the note on how the controller's can-i was answered
+    (live by SubjectAccessReview, offline by the snapshot's RBAC objects)."""
     doc = json.loads(text)
     assert doc.pop("mode") in ("live", "offline")
-    return dict(doc)
+    return without_access_notes(dict(doc))
 
 
 def webhook_lists(server: KubeAPIServer) -> list[Any]:
