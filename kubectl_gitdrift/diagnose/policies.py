@@ -115,7 +115,7 @@ class LineEdit:
 
 def adopt_edit(how: str, file: str, line: int, desired: Any, live: Any) -> LineEdit | None:
     """The one-line edit that makes git say `live` where it says `desired`."""
-    if line <= 0 or how == "overlay":
+    if line <= 0 or how in ("overlay", "generator"):
         return None
     if how == "images" and isinstance(desired, str) and isinstance(live, str):
         d_name, d_tag, d_digest = _split_image(desired)

@@ -240,7 +240,8 @@ def _not_literal(where: Location | None, change: model.Change) -> str:
     if isinstance(change.live, Mapping | list) or isinstance(change.desired, Mapping | list):
         return "a whole object or list differs; write it in git by hand"
     if where is not None and where.how == "generator":
-        return f"a generator in {where.file} makes it; change its literal or file by hand"
+        at = f"{where.file}:{where.line}"
+        return f"the generator at {at} makes it; change its literal or the file it reads by hand"
     if where is None:
         return "no file of the source in git sets it; change it where it is rendered by hand"
     return f"no line in git writes this value literally; change what renders it ({where.file})"
