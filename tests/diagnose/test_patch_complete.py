@@ -59,7 +59,7 @@ def test_patch_adopts_all_four_fields_and_the_new_commit_is_synced(tmp_path: Pat
     """Real git: --write-patch, git apply, commit, then a run at the new commit is Synced."""
     repo = tmp_path / "repo"
     load_make_repo().build_repo(SCENARIO / "repo-src", repo)
-    snapshot = SCENARIO / "live.yaml"
+    snapshot = SCENARIO / "snapshot.yaml"
     patch = tmp_path / "adopt.patch"
     code, _, err = _cli([*_base(snapshot, repo), "--write-patch", str(patch)])
     assert (code, err) == (1, "")  # drift found; nothing left out, so nothing on stderr
@@ -113,7 +113,7 @@ def _with_unpatchable(tmp_path: Path) -> tuple[Path, Path]:
     repo = tmp_path / "repo"
     load_make_repo().build_repo(src, repo)
     head = _git(repo, "rev-parse", "HEAD")
-    doc = yaml.safe_load((SCENARIO / "live.yaml").read_text())
+    doc = yaml.safe_load((SCENARIO / "snapshot.yaml").read_text())
     app = doc["items"][0]
     app["status"]["sync"]["revision"] = head
     app["status"]["history"][0]["revision"] = head
