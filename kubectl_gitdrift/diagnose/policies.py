@@ -219,6 +219,39 @@ def _load_block(indicator: str, content: Sequence[str]) -> Any:
     return loaded.get("k") if isinstance(loaded, dict) else None
 
 
+def patched(text: str, file: str, diff: str) -> str:
+    """`text` (of `file`) with the section of `diff` for `file` applied, for diffs
+    `unified_diff` wrote: what the file says once `git apply` took them."""
+    lines = text.splitlines(keepends=True)
+    out: list[str] = []
+    taken = 0  # old lines consumed
+    inside = False
+    last = ""
+    for row in diff.splitlines(keepends=True):
+        if row.startswith("diff --git "):
+            inside = row == f"diff --git a/{file} b/{file}\n"
+            continue
+        if not inside or row.startswith(("--- ", "+++ ")):
+            continue
+        if row.startswith("@@"):
+            start = int(row.split()[1].lstrip("-").split(",")[0])
+            count = row.split()[1].lstrip("-").split(",")
+            first = start - 1 if len(count) == 1 or count[1] != "0" else start
+            out += lines[taken:first]
+            taken = first
+        elif row.startswith("\\"):
+            if out and last != "-":
+                out[-1] = out[-1].rstrip("\n")
+        elif row[:1] in (" ", "-"):
+            if row[:1] == " ":
+                out.append(lines[taken])
+            taken += 1
+        elif row[:1] == "+":
+            out.append(row[1:])
+        last = row[:1]
+    return "".join(out + lines[taken:])
+
+
 def unified_diff(file: str, old: str, new: str) -> str:
     """A `git apply`-able diff of one file, paths a/FILE b/FILE relative to the repo root."""
     if old == new:

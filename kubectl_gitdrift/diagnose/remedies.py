@@ -70,11 +70,20 @@ def recommend(
         return []
     out: list[Remedy] = []
     synced_away: list[model.Drift] = []
+    read = _memo(read_source) if read_source is not None else None
+    adopted: dict[str, list[model.Drift]] = {}  # file -> the drifts whose diffs edit it
     for drift in to_adopt:
         if "git-ahead" in codes and all(c.owner and c.owner.is_argocd for c in drift.changes):
             synced_away.append(drift)
             continue  # git moved and Argo CD wrote the live value: syncing is the fix
-        out.append(_adopt(app, drift, locate, read_source))
+        adopt = _adopt(app, drift, locate, read)
+        files = _files(adopt.snippet or "")
+        earlier = [d for f in files for d in adopted.get(f, ())]
+        if earlier and locate is not None and read is not None:
+            adopt = replace(adopt, snippet=_on_top(files, earlier, drift, locate, read))
+        for file in files:
+            adopted.setdefault(file, []).append(drift)
+        out.append(adopt)
     if out and locate is not None and read_source is not None:
         out = _with_left_out(out, drifts, to_adopt, synced_away, causes)
     out.extend(cause_fixes)
@@ -166,8 +175,51 @@ def left_out(remedies: Sequence[Remedy]) -> list[str]:
     return [entry for r in remedies if r.kind is RemedyKind.ADOPT for entry in r.left_out]
 
 
+def _memo(read_source: SourceReader) -> SourceReader:
+    texts: dict[str, str | None] = {}
+
+    def read(rel: str) -> str | None:
+        if rel not in texts:
+            texts[rel] = read_source(rel)
+        return texts[rel]
+
+    return read
+
+
+def _on_top(
+    files: Sequence[str],
+    earlier: Sequence[model.Drift],
+    drift: model.Drift,
+    locate: Locator,
+    read: SourceReader,
+) -> str:
+    """`drift`'s diff of `files` as it applies after the diffs of the `earlier` drifts (which
+    edit the same files): `patch` concatenates them, and `git apply` takes each on top."""
+    once = list({id(d): d for d in earlier}.values())  # a drift editing two of the files
+    before, _ = write_patch(once, locate, read)
+    after, _ = write_patch([*once, drift], locate, read)
+    out = []
+    for file in files:
+        text = read(file) or ""
+        out.append(
+            policies.unified_diff(
+                file, policies.patched(text, file, before), policies.patched(text, file, after)
+            )
+        )
+    return "".join(out)
+
+
+def _files(diff: str) -> list[str]:
+    return [
+        row[len("diff --git a/") :].split(" b/", 1)[0]
+        for row in diff.splitlines()
+        if row.startswith("diff --git a/")
+    ]
+
+
 def patch(remedies: Sequence[Remedy]) -> str:
-    """The `--write-patch` content: every adopt remedy's diff, one per file, in order."""
+    """The `--write-patch` content: every adopt remedy's diff, in order; each resource's diff
+    is made on top of the ones before it, so two resources in one file apply together."""
     return "".join(
         r.snippet for r in remedies if r.kind is RemedyKind.ADOPT and r.snippet and _is_diff(r)
     )

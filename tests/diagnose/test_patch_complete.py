@@ -304,3 +304,37 @@ def test_one_line_values_are_not_multiline() -> None:
     assert not changes.multiline("a", "b")
     assert not changes.multiline("a\n", "b\n")  # one line each, final newline or not
     assert not changes.multiline(3, "a\nb")
+
+
+def test_two_resources_in_one_file_apply_together(tmp_path: Path, build_repo) -> None:  # type: ignore[no-untyped-def]
+    """Each adopt remedy's diff is made on top of the ones before it: the concatenation
+    `--write-patch` writes applies even when the hunks' context overlaps."""
+    from kubectl_gitdrift import model
+    from kubectl_gitdrift.diagnose import remedies
+    from tests.support.diagnose_helper import diagnose
+
+    incident = TESTDATA / "incident"
+    app = diagnose(incident / "snapshot.yaml", build_repo(incident / "repo-src")).application
+    assert app is not None
+    text = "a: |\n  one\nb: 1\nc: 2\n"
+    lines = {"a": 1, "b": 3, "c": 4}
+
+    def drift(name: str, old: Any, new: Any) -> model.Drift:
+        key = model.ObjectKey("", "ConfigMap", "prod", name)
+        change = model.Change(model.Op.CHANGE, ("data", name), old, new)
+        body = {"apiVersion": "v1", "kind": "ConfigMap", "data": {name: old}}  # unhashable
+        return model.Drift(
+            key, model.ResourceStatus.OUT_OF_SYNC, (change,), origin="f.yaml", desired=body
+        )
+
+    def locate(d: model.Drift, c: model.Change) -> remedies.Location:
+        return remedies.Location("f.yaml", lines[d.key.name], "resource")
+
+    drifts = [drift("a", "one\n", "one\ntwo\n"), drift("b", 1, 5), drift("c", 2, 6)]
+    fixes = remedies.recommend(app, drifts, [], locate, read_source=lambda rel: text)
+    assert remedies.left_out(fixes) == []
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    (tmp_path / "f.yaml").write_text(text)
+    (tmp_path / "p.diff").write_text(remedies.patch(fixes))
+    subprocess.run(["git", "apply", "p.diff"], cwd=tmp_path, check=True)
+    assert yaml.safe_load((tmp_path / "f.yaml").read_text()) == {"a": "one\ntwo\n", "b": 5, "c": 6}
