@@ -269,6 +269,7 @@ def run(inputs: Inputs, pm: pluggy.PluginManager, opts: Options) -> model.AppRep
         strategy=choice.strategy,
         causes=rule_ctx.causes,
     )
+    notes += [f"the adopt patch (--write-patch) leaves out {e}" for e in remedies.left_out(fixes)]
     return model.AppReport(
         name=app.name,
         namespace=app.namespace,

@@ -501,6 +501,8 @@ class Remedy:
     snippet: str | None = None  # YAML/patch to apply
     rule: str = ""
     plugin: str = ""
+    # for adopt: each drifted field its patch does not change, "<resource> <field>: <why>"
+    left_out: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -7,7 +7,8 @@ git: repo-src/}` in scenario.yaml). Each server kind in SERVERS gives placeholde
 files before the run, and put back in place of their values in the output, so goldens do not
 depend on ports. `${REPO_HEAD}` is the built repo's HEAD commit (it changes when a substituted
 URL is committed). `repo_root: false` runs without --repo-root (for sources that need no git,
-or a repository the `git` server serves: gitdrift fetches it)."""
+or a repository the `git` server serves: gitdrift fetches it). A scenario with an `expected.md`
+also checks `-o markdown` against it."""
 
 from __future__ import annotations
 
@@ -196,6 +197,10 @@ def test_scenario(  # type: ignore[no-untyped-def]
         assert result.stderr == "", result.stderr
         assert result.exit_code == spec["exit_code"], result.stdout
         golden.check(scenario / name, _normalized(result.stdout, placeholders))
+    if (scenario / "expected.md").exists():  # opt-in: -o markdown's golden
+        result = run_cli([*args, "-o", "markdown"])
+        assert (result.stderr, result.exit_code) == ("", spec["exit_code"]), result.stderr
+        golden.check(scenario / "expected.md", _normalized(result.stdout, placeholders))
     report = json.loads((scenario / "expected.json").read_text())
     app = report["applications"][0]
     assert app["sync"]["status"] == spec.get("sync", app["sync"]["status"])

@@ -267,6 +267,7 @@ def _compare(request: Request, out: TextIO, err: TextIO) -> ExitCode:
 
         patches = "".join(remedies.patch(r.remedies) for r in result.applications)
         _write_atomically(output.write_patch, patches)
+        _warn_left_out(output.write_patch, result, patches, err)
     if output.format == "openmetrics":
         from kubectl_gitdrift.cli import pushgateway
         from kubectl_gitdrift.present import metrics
@@ -555,6 +556,26 @@ def _write_atomically(path: Path, text: str) -> None:
     except OSError as exc:
         tmp.unlink(missing_ok=True)
         raise UsageError(f"--write-patch {path}: cannot write: {exc.strerror}") from None
+
+
+def _warn_left_out(path: Path, result: model.Report, patch: str, err: TextIO) -> None:
+    """--write-patch is never silently partial: each drifted field its patch leaves out, with
+    the reason (the reports' NOTES say it too). The patch is still written and the exit code
+    is the usual one: what the patch holds is right, it is only not all of the fix."""
+    from kubectl_gitdrift.diagnose import remedies
+
+    for app in result.applications:
+        left = remedies.left_out(app.remedies)
+        if not left:
+            continue
+        err.write(
+            f"warning: --write-patch {path} leaves out {len(left)} drifted field(s) of "
+            f"{app.namespace}/{app.name}; after git apply it stays OutOfSync until they are "
+            "fixed another way:\n"
+        )
+        err.writelines(f"  - {entry}\n" for entry in left)
+    if not patch and result.drifted:
+        err.write(f"warning: --write-patch {path}: the patch is empty: nothing to adopt into git\n")
 
 
 def _warn_unreadable(state: clusterstate.ClusterState, err: TextIO) -> None:

@@ -260,7 +260,9 @@ def build_parser(prog: str = "kubectl gitdrift") -> Parser:
         "--write-patch",
         metavar="FILE",
         type=Path,
-        help="write a git-apply-able patch that adopts the live values into git",
+        help="write a git-apply-able patch that adopts the live values into git; drifted "
+        "fields it cannot adopt (Secret values, generated or templated values, ...) are listed "
+        "with the reason on stderr and in NOTES, and the exit code is the usual one",
     )
     plug = parser.add_argument_group("plugins")
     plug.add_argument(

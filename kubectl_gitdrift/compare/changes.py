@@ -1,8 +1,10 @@
 """The fields where two objects differ, as Argo CD compares them: merge-keyed lists by key, order
-counted. The only dictdiffer import."""
+counted; and how a multi-line string value's change reads, line by line. The only dictdiffer
+import."""
 
 from __future__ import annotations
 
+import difflib
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
@@ -248,3 +250,61 @@ def _copy_plain(value: Any) -> Any:
 
 def covered(path: model.FieldPath, prefixes: Sequence[model.FieldPath]) -> bool:
     return any(path[: len(p)] == p for p in prefixes)
+
+
+# --------------------------------------------------------------------------- multi-line values
+
+
+def multiline(desired: Any, live: Any) -> bool:
+    """A change of string values where one side spans lines (a ConfigMap's embedded file, an
+    annotation holding a script): shown line by line, not as one cut-off text."""
+    sides = [v for v in (desired, live) if v is not None]
+    return (
+        bool(sides)
+        and all(isinstance(v, str) for v in sides)
+        and any("\n" in v.rstrip("\n") for v in sides)
+    )
+
+
+def line_count(value: str) -> str:
+    """`4 lines` (a final newline ends the last line, it does not start another)."""
+    n = len(value.splitlines())
+    return f"{n} line" if n == 1 else f"{n} lines"
+
+
+def line_summary(old: Any, new: Any, width: int = 60) -> str:
+    """What changed from `old` to `new`, line by line, in at most `width` characters:
+    `+1 line: …`, `-2 +2 lines: …`, with the first line `new` adds (else the first it drops)."""
+    a = old.splitlines() if isinstance(old, str) else []
+    b = new.splitlines() if isinstance(new, str) else []
+    removed: list[str] = []
+    added: list[str] = []
+    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
+        if tag != "equal":
+            removed += a[i1:i2]
+            added += b[j1:j2]
+    if not removed and not added:
+        ends = isinstance(new, str) and new.endswith("\n")
+        return "only the final newline differs: " + ("added" if ends else "dropped")
+    counts = " ".join(
+        f"{sign}{len(lines)}" for sign, lines in (("-", removed), ("+", added)) if lines
+    )
+    plural = len(removed) + len(added) > 1
+    head = f"{counts} {'lines' if plural else 'line'}: "
+    first = (added or removed)[0].strip() or "(blank line)"
+    room = max(width - len(head), 10)
+    return head + (first if len(first) <= room else first[: room - 3] + "...")
+
+
+def line_diff(old: Any, new: Any, *, limit: int = 20) -> list[str]:
+    """A small unified diff of two multi-line values (`--- git`, `+++ live`, one line of
+    context), at most `limit` lines of it, then `… N more lines`."""
+    a = old.splitlines() if isinstance(old, str) else []
+    b = new.splitlines() if isinstance(new, str) else []
+    lines = list(difflib.unified_diff(a, b, "git", "live", n=1, lineterm=""))
+    if not lines and isinstance(old, str) and isinstance(new, str):
+        lines = ["--- git", "+++ live", f"  ({line_summary(old, new)})"]
+    if len(lines) > limit:
+        rest = len(lines) - limit
+        lines = [*lines[:limit], f"… {rest} more line{'s' if rest > 1 else ''}"]
+    return lines

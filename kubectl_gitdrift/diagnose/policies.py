@@ -115,7 +115,7 @@ class LineEdit:
 
 def adopt_edit(how: str, file: str, line: int, desired: Any, live: Any) -> LineEdit | None:
     """The one-line edit that makes git say `live` where it says `desired`."""
-    if line <= 0 or how == "overlay":
+    if line <= 0 or how in ("overlay", "generator"):
         return None
     if how == "images" and isinstance(desired, str) and isinstance(live, str):
         d_name, d_tag, d_digest = _split_image(desired)
@@ -131,19 +131,125 @@ def adopt_edit(how: str, file: str, line: int, desired: Any, live: Any) -> LineE
 
 
 def apply_edits(text: str, edits: Sequence[LineEdit]) -> tuple[str, list[LineEdit]]:
-    """`text` with every edit applied; also the edits that did not fit their line."""
+    """`text` with every edit applied; also the edits that did not fit their line. An edit on
+    the line of a block scalar (`key: |`, `|-`, `>`, ...) rewrites the block; edits are applied
+    from the last line up, so a block that grows or shrinks moves no line still to edit."""
     lines = text.splitlines(keepends=True)
     failed = []
-    for edit in edits:
+    for edit in sorted(edits, key=lambda e: e.line, reverse=True):
         if not 1 <= edit.line <= len(lines):
             failed.append(edit)
             continue
-        edited = edit_line(lines[edit.line - 1], edit.old, edit.new)
-        if edited is None:
+        index = edit.line - 1
+        edited = edit_line(lines[index], edit.old, edit.new)
+        if edited is not None:
+            lines[index] = edited
+            continue
+        block = edit_block(lines, index, edit.old, edit.new)
+        if block is None:
             failed.append(edit)
             continue
-        lines[edit.line - 1] = edited
+        end, replacement = block
+        lines[index:end] = replacement
+    failed.sort(key=edits.index)
     return "".join(lines), failed
+
+
+_BLOCK_HEADER = re.compile(
+    r"^(?P<head>(?:.*?:|[ \t]*-)[ \t]+)(?P<style>[|>])(?P<mods>[+-]?)(?P<tail>[ \t]*(?:#.*)?)$"
+)
+
+
+def _indent(line: str) -> int:
+    return len(line) - len(line.lstrip(" "))
+
+
+def edit_block(
+    lines: Sequence[str], index: int, old: Any, new: Any
+) -> tuple[int, list[str]] | None:
+    """Rewrite the block scalar whose header is `lines[index]` (`key: |`, `- >-`, ...) from
+    `old` to `new`: (the index past the old block, the lines that replace `lines[index:end]`).
+    The new block is literal (`|`) at the old content's indentation, with the chomping
+    indicator the new text needs (`|-` no final newline, `|` one, `|+` more), so it reads back
+    as `new` exactly; text a literal block cannot hold (a first line that starts with a space,
+    a carriage return) is written as one double-quoted scalar instead. None when the line is
+    no block header (an indentation indicator included) or the block does not read as `old`."""
+    if not isinstance(old, str) or not isinstance(new, str):
+        return None
+    header = lines[index]
+    ending = header[len(header.rstrip("\r\n")) :] or "\n"
+    found = _BLOCK_HEADER.match(header.rstrip("\r\n"))
+    if found is None:
+        return None
+    head, style, mods, tail = found.group("head", "style", "mods", "tail")
+    parent = len(head) - len(head.lstrip(" -"))  # the column of the key (or the item)
+    end = index + 1
+    content = parent + 2
+    first = next((ln for ln in lines[end:] if ln.strip()), None)
+    if first is not None and _indent(first) > parent:
+        content = _indent(first)
+        while end < len(lines) and (not lines[end].strip() or _indent(lines[end]) >= content):
+            end += 1
+    if _load_block(style + mods, lines[index + 1 : end]) != old:
+        return None
+    last = end
+    while last > index + 1 and not lines[last - 1].strip():
+        last -= 1  # blank lines after the text: separators (or a kept text's, replaced below)
+    body = new.rstrip("\n")
+    trailing = len(new) - len(body)
+    chomp = "-" if trailing == 0 else "" if trailing == 1 else "+"
+    if chomp == "+" or mods == "+":
+        last = end  # a kept block's blank lines are its text; a new one must not absorb others
+    rows = body.split("\n")
+    block = [(" " * content + row if row else "") + ending for row in rows]
+    block += [ending] * (trailing - 1 if chomp == "+" else 0)
+    fits = bool(body) and "\r" not in new and not body.lstrip("\n").startswith((" ", "\t"))
+    if fits and _load_block("|" + chomp, block) == new:
+        return last, [f"{head}|{chomp}{tail}{ending}", *block]
+    quoted = json.dumps(new, ensure_ascii=False)
+    return last, [f"{head}{quoted}{tail}{ending}"]
+
+
+def _load_block(indicator: str, content: Sequence[str]) -> Any:
+    """What a block scalar with this indicator and these content lines reads as."""
+    try:
+        loaded = yaml.safe_load("k: " + indicator + "\n" + "".join(content))
+    except yaml.YAMLError:
+        return None
+    return loaded.get("k") if isinstance(loaded, dict) else None
+
+
+def patched(text: str, file: str, diff: str) -> str:
+    """`text` (of `file`) with the section of `diff` for `file` applied, for diffs
+    `unified_diff` wrote: what the file says once `git apply` took them."""
+    lines = text.splitlines(keepends=True)
+    out: list[str] = []
+    taken = 0  # old lines consumed
+    inside = False
+    last = ""
+    for row in diff.splitlines(keepends=True):
+        if row.startswith("diff --git "):
+            inside = row == f"diff --git a/{file} b/{file}\n"
+            continue
+        if not inside or row.startswith(("--- ", "+++ ")):
+            continue
+        if row.startswith("@@"):
+            start = int(row.split()[1].lstrip("-").split(",")[0])
+            count = row.split()[1].lstrip("-").split(",")
+            first = start - 1 if len(count) == 1 or count[1] != "0" else start
+            out += lines[taken:first]
+            taken = first
+        elif row.startswith("\\"):
+            if out and last != "-":
+                out[-1] = out[-1].rstrip("\n")
+        elif row[:1] in (" ", "-"):
+            if row[:1] == " ":
+                out.append(lines[taken])
+            taken += 1
+        elif row[:1] == "+":
+            out.append(row[1:])
+        last = row[:1]
+    return "".join(out + lines[taken:])
 
 
 def unified_diff(file: str, old: str, new: str) -> str:

@@ -11,8 +11,9 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from kubectl_gitdrift import model
+from kubectl_gitdrift.compare import changes as lines
 from kubectl_gitdrift.compare import strategies as compare
-from kubectl_gitdrift.diagnose import policies, rbac
+from kubectl_gitdrift.diagnose import policies, rbac, tracking
 from kubectl_gitdrift.diagnose.causes import Cause, CauseKey, cause_of
 from kubectl_gitdrift.model import Remedy, RemedyKind
 
@@ -68,10 +69,23 @@ def recommend(
     ):
         return []
     out: list[Remedy] = []
+    synced_away: list[model.Drift] = []
+    read = _memo(read_source) if read_source is not None else None
+    adopted: dict[str, list[model.Drift]] = {}  # file -> the drifts whose diffs edit it
     for drift in to_adopt:
         if "git-ahead" in codes and all(c.owner and c.owner.is_argocd for c in drift.changes):
+            synced_away.append(drift)
             continue  # git moved and Argo CD wrote the live value: syncing is the fix
-        out.append(_adopt(app, drift, locate, read_source))
+        adopt = _adopt(app, drift, locate, read)
+        files = _files(adopt.snippet or "")
+        earlier = [d for f in files for d in adopted.get(f, ())]
+        if earlier and locate is not None and read is not None:
+            adopt = replace(adopt, snippet=_on_top(files, earlier, drift, locate, read))
+        for file in files:
+            adopted.setdefault(file, []).append(drift)
+        out.append(adopt)
+    if out and locate is not None and read_source is not None:
+        out = _with_left_out(out, drifts, to_adopt, synced_away, causes)
     out.extend(cause_fixes)
     if modified or missing or extraneous:
         server_side = strategy is not model.DiffStrategy.LEGACY or (
@@ -123,8 +137,93 @@ def _cause_fixes(causes: Mapping[CauseKey, Cause]) -> list[Remedy]:
     return out
 
 
+def _with_left_out(
+    adopts: list[Remedy],
+    drifts: Sequence[model.Drift],
+    to_adopt: Sequence[model.Drift],
+    synced_away: Sequence[model.Drift],
+    causes: Mapping[CauseKey, Cause],
+) -> list[Remedy]:
+    """The adopt remedies, each also listing the fields of its resource that a specific cause
+    keeps out of git; the first one also those of resources nothing is adopted from. With each
+    remedy's own `left_out` (what its patch could not write), every drifted field of the app is
+    in `--write-patch`'s patch or in one of these lists, with the reason."""
+    adopted = {d.key: d for d in to_adopt}
+    away = {d.key for d in synced_away}
+    mine: dict[model.ObjectKey, list[str]] = {}
+    rest: list[str] = []
+    for drift in drifts:
+        if drift.status is not model.ResourceStatus.OUT_OF_SYNC:
+            continue
+        kept = adopted.get(drift.key)
+        for change in drift.changes:
+            field = f"{drift.key.short()} {model.display_path(change.path)}"
+            if drift.key in away:
+                rest.append(f"{field}: git changed it since the last sync; a sync applies it")
+            elif kept is None or change not in kept.changes:
+                cause = cause_of(causes, drift.key, change.path)
+                why = f"{cause.code}, not a value to keep in git" if cause else "not adoptable"
+                (mine.setdefault(drift.key, []) if kept else rest).append(
+                    f"{field}: {why} (see WHY)"
+                )
+    keys = [d.key for d in to_adopt if d.key not in away]
+    out = []
+    for n, (remedy, key) in enumerate(zip(adopts, keys, strict=True)):
+        extra = [*mine.get(key, ()), *(rest if n == 0 else ())]
+        out.append(replace(remedy, left_out=(*remedy.left_out, *extra)) if extra else remedy)
+    return out
+
+
+def left_out(remedies: Sequence[Remedy]) -> list[str]:
+    """Every drifted field the `--write-patch` content (`patch`) leaves out, with the reason."""
+    return [entry for r in remedies if r.kind is RemedyKind.ADOPT for entry in r.left_out]
+
+
+def _memo(read_source: SourceReader) -> SourceReader:
+    texts: dict[str, str | None] = {}
+
+    def read(rel: str) -> str | None:
+        if rel not in texts:
+            texts[rel] = read_source(rel)
+        return texts[rel]
+
+    return read
+
+
+def _on_top(
+    files: Sequence[str],
+    earlier: Sequence[model.Drift],
+    drift: model.Drift,
+    locate: Locator,
+    read: SourceReader,
+) -> str:
+    """`drift`'s diff of `files` as it applies after the diffs of the `earlier` drifts (which
+    edit the same files): `patch` concatenates them, and `git apply` takes each on top."""
+    once = list({id(d): d for d in earlier}.values())  # a drift editing two of the files
+    before, _ = write_patch(once, locate, read)
+    after, _ = write_patch([*once, drift], locate, read)
+    out = []
+    for file in files:
+        text = read(file) or ""
+        out.append(
+            policies.unified_diff(
+                file, policies.patched(text, file, before), policies.patched(text, file, after)
+            )
+        )
+    return "".join(out)
+
+
+def _files(diff: str) -> list[str]:
+    return [
+        row[len("diff --git a/") :].split(" b/", 1)[0]
+        for row in diff.splitlines()
+        if row.startswith("diff --git a/")
+    ]
+
+
 def patch(remedies: Sequence[Remedy]) -> str:
-    """The `--write-patch` content: every adopt remedy's diff, one per file, in order."""
+    """The `--write-patch` content: every adopt remedy's diff, in order; each resource's diff
+    is made on top of the ones before it, so two resources in one file apply together."""
     return "".join(
         r.snippet for r in remedies if r.kind is RemedyKind.ADOPT and r.snippet and _is_diff(r)
     )
@@ -140,6 +239,7 @@ def write_patch(
     """A unified diff (paths a/ b/ relative to the repo root) that adopts every live value git
     can take literally, and a note for each change it could not adopt."""
     edits: dict[str, list[policies.LineEdit]] = {}
+    fields: dict[int, str] = {}  # id of an edit -> the field it adopts
     skipped: list[str] = []
     for drift in drifts:
         if drift.status is not model.ResourceStatus.OUT_OF_SYNC:
@@ -149,8 +249,14 @@ def write_patch(
             if policies.is_secret(drift.key, change):
                 skipped.append(f"{field}: a Secret value; re-seal or re-encrypt it in git")
                 continue
-            if change.op is model.Op.REMOVE or change.live is None:
+            if change.path in _TRACKING:
+                skipped.append(f"{field}: Argo CD's tracking annotation; a sync writes it, not git")
+                continue
+            if change.op is model.Op.REMOVE:
                 skipped.append(f"{field}: git does not set it; add it by hand")
+                continue
+            if change.live is None:
+                skipped.append(f"{field}: unset in the cluster; delete it from git by hand")
                 continue
             where = locate(drift, change)
             edit = (
@@ -159,20 +265,42 @@ def write_patch(
                 else None
             )
             if edit is None:
-                skipped.append(f"{field}: no line in git sets it literally; patch the overlay")
+                skipped.append(f"{field}: {_not_literal(where, change)}")
                 continue
             edits.setdefault(edit.file, []).append(edit)
+            fields[id(edit)] = field
     diffs = []
     for file in sorted(edits):
         text = read_source(file)
         if text is None:
-            skipped.append(f"{file}: not readable")
+            skipped += [f"{fields[id(e)]}: {file} is not readable" for e in edits[file]]
             continue
         new, failed = policies.apply_edits(text, edits[file])
         for edit in failed:
-            skipped.append(f"{file}:{edit.line}: the line does not spell {edit.old!r}")
+            skipped.append(
+                f"{fields[id(edit)]}: {file}:{edit.line} does not write git's value "
+                "as one scalar or block; edit it by hand"
+            )
         diffs.append(policies.unified_diff(file, text, new))
     return "".join(diffs), skipped
+
+
+_TRACKING = (
+    ("metadata", "annotations", tracking.TRACKING_ID),
+    ("metadata", "annotations", tracking.INSTALLATION_ID),
+)
+
+
+def _not_literal(where: Location | None, change: model.Change) -> str:
+    """Why no edit of git can adopt `change` at `where`."""
+    if isinstance(change.live, Mapping | list) or isinstance(change.desired, Mapping | list):
+        return "a whole object or list differs; write it in git by hand"
+    if where is not None and where.how == "generator":
+        at = f"{where.file}:{where.line}"
+        return f"the generator at {at} makes it; change its literal or the file it reads by hand"
+    if where is None:
+        return "no file of the source in git sets it; change it where it is rendered by hand"
+    return f"no line in git writes this value literally; change what renders it ({where.file})"
 
 
 def _adopt(
@@ -192,6 +320,11 @@ def _adopt(
             continue
         where = locate(drift, change) if locate is not None else None
         live = _yaml_value(change.live)
+        if lines.multiline(change.desired, change.live):
+            steps.append(_multiline_step(field, change, where, drift.origin))
+            if where is not None:
+                file, line = file or where.file, line or (where.line or None)
+            continue
         if where is None:
             target = drift.origin or "the app's source"
             steps.append(
@@ -210,8 +343,9 @@ def _adopt(
             steps.append(f"{at}: change {field} from {_yaml_value(change.desired)} to {live}")
     snippet = None
     commands: tuple[str, ...] = ()
-    if locate is not None and read_source is not None and not secret:
-        diff, _ = write_patch([drift], locate, read_source)
+    skipped: list[str] = []
+    if locate is not None and read_source is not None:
+        diff, skipped = write_patch([drift], locate, read_source)  # never a Secret's value
         if diff:
             snippet = diff
             commands = (
@@ -228,7 +362,25 @@ def _adopt(
         file=file,
         line=line,
         snippet=snippet,
+        left_out=tuple(skipped),
     )
+
+
+def _multiline_step(
+    field: str, change: model.Change, where: Location | None, origin: str | None
+) -> str:
+    """The adopt step for a multi-line text value: where, and which lines (the patch has them
+    all; a step is one line of prose)."""
+    summary = lines.line_summary(change.desired, change.live)
+    if where is None:
+        target = origin or "the app's source"
+        return f"set {field} in {target} as the cluster has it ({summary})"
+    at = f"{where.file}:{where.line}" if where.line else where.file
+    if change.op is model.Op.REMOVE:
+        return f"{at}: add {field} as the cluster has it (git does not set it)"
+    if where.how == "overlay":
+        return f"{at}: patch {field} to the cluster's text ({summary})"
+    return f"{at}: change {field} to the cluster's text ({summary})"
 
 
 def _revert(

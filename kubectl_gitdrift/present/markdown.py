@@ -9,11 +9,12 @@ them, and nothing here reads a live object).
 
 from __future__ import annotations
 
-import json
+import re
 from collections.abc import Mapping
 from typing import Any
 
 from kubectl_gitdrift import model
+from kubectl_gitdrift.present import report
 from kubectl_gitdrift.present import writtenby as writers
 
 _ICON = {model.Severity.ERROR: "🔴", model.Severity.WARNING: "🟠", model.Severity.INFO: "🔵"}
@@ -86,9 +87,10 @@ def _evidence(app: model.AppReport) -> list[str]:
     writes = writers.audited_writes(app)
     for drift, change in changed:
         who = writers.written_by(change, writes.get((drift.key, change.path)))
+        git, live = report.cells(change)
         out.append(
             f"| `{drift.key.short()}` | `{model.display_path(change.path)}` | "
-            f"{_cell(change.desired)} | {_cell(change.live)} | "
+            f"{_cell(git, change.desired)} | {_cell(live, change.live)} | "
             f"{_inline(who) if who else '_(unknown)_'} |"
         )
     out.append("")
@@ -129,8 +131,13 @@ def _root_cause(app: model.AppReport) -> list[str]:
     if not app.findings:
         return []
     out = ["## Root cause", ""]
+    shown = report.value_diffs(app)
     for finding in app.findings:
         out.append(f"- {_ICON[finding.severity]} **`{finding.code}`** {_inline(finding.message)}")
+        diff = shown.pop((finding.key, finding.path), None)
+        if diff:
+            fence = _fence(diff)
+            out += [f"  {fence}diff", *(f"  {line}".rstrip() for line in diff), f"  {fence}"]
         if finding.hint:
             out.append(f"  - _next:_ {_inline(finding.hint)}")
     out.append("")
@@ -150,14 +157,19 @@ def _remedy(remedy: model.Remedy) -> list[str]:
     return out
 
 
+def _fence(lines: list[str]) -> str:
+    """A code fence longer than any run of backticks in `lines` (a value may hold a fence)."""
+    longest = max((len(run) for line in lines for run in re.findall(r"`+", line)), default=0)
+    return "`" * max(3, longest + 1)
+
+
 def _inline(text: str) -> str:
-    return text.replace("|", "\\|")
+    """Text for one line of markdown: `|` escaped (tables), line breaks as spaces (a value's
+    `# comment` line must not become a heading)."""
+    return " ".join(text.splitlines()).replace("|", "\\|")
 
 
-def _cell(value: Any) -> str:
+def _cell(text: str, value: Any) -> str:
     if value is None:
         return "_(unset)_"
-    text = value if isinstance(value, str) else json.dumps(value, sort_keys=True)
-    if len(text) > 60:
-        text = text[:57] + "..."
-    return "`" + text.replace("|", "\\|").replace("`", "'") + "`"
+    return "`" + " ".join(text.splitlines()).replace("|", "\\|").replace("`", "'") + "`"

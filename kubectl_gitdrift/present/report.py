@@ -11,6 +11,7 @@ from typing import Any
 import yaml
 
 from kubectl_gitdrift import model
+from kubectl_gitdrift.compare import changes as lines_of
 from kubectl_gitdrift.errors import UsageError
 from kubectl_gitdrift.present import color
 from kubectl_gitdrift.present import writtenby as writers
@@ -327,8 +328,7 @@ def _text_app(
             [
                 d.key.short(),
                 model.display_path(c.path),
-                _cell(c.desired),
-                _cell(c.live),
+                *cells(c),
                 writers.written_by(c, writes.get((d.key, c.path))) or "(unknown)",
             ]
             for d, c in changed
@@ -352,8 +352,7 @@ def _text_app(
             [
                 d.key.short(),
                 model.display_path(s.change.path),
-                _cell(s.change.desired),
-                _cell(s.change.live),
+                *cells(s.change),
                 s.rule,
                 s.plugin,
             ]
@@ -381,11 +380,13 @@ def _text_app(
         lines.append(f"{paint.status('Unknown')}: {drift.key.short()}: {drift.reason}")
     if app.findings:
         lines += ["", paint.title("WHY")]
+        shown = value_diffs(app)
         for f in app.findings:
             mark = _MARK[f.severity]
             wrapped = _wrap(f"{mark} [{f.code}] {f.message}", "    ", width=width)
             wrapped[0] = paint.severity(mark) + wrapped[0][len(mark) :]
             lines += wrapped
+            lines += [f"    {line}".rstrip() for line in shown.pop((f.key, f.path), ())]
     fixes = [r for r in app.remedies if r.kind in model.FIX_KINDS]
     sections = [
         ("FIX (pick one)", fixes),
@@ -455,6 +456,36 @@ def _fitted(
             if len(r[widest]) > target:
                 r[widest] = r[widest][: target - 1] + "…"
     return [list(r) for r in cells]
+
+
+def cells(change: model.Change) -> tuple[str, str]:
+    """The GIT and LIVE cells of a changed field: the values, cut to fit; for multi-line text,
+    git's line count and the live side's line summary (`-1 +1 lines: <first changed line>`)."""
+    desired, live = change.desired, change.live
+    if change.secret or not lines_of.multiline(desired, live):
+        return _cell(desired), _cell(live)
+    git = lines_of.line_count(desired) if isinstance(desired, str) else _cell(desired)
+    if not isinstance(live, str):
+        return git, _cell(live)
+    if not isinstance(desired, str):
+        return git, lines_of.line_count(live)
+    return git, lines_of.line_summary(desired, live)
+
+
+def value_diffs(
+    app: model.AppReport,
+) -> dict[tuple[model.ObjectKey | None, model.FieldPath | None], list[str]]:
+    """(resource, field) -> the differing lines of each multi-line text value that drifted (a
+    unified diff of git's value against the live one), for WHY to show below the first finding
+    about the field. Never a Secret's."""
+    out: dict[tuple[model.ObjectKey | None, model.FieldPath | None], list[str]] = {}
+    for drift in app.resources:
+        if (drift.key.group, drift.key.kind) == ("", "Secret"):
+            continue
+        for change in drift.changes:
+            if not change.secret and lines_of.multiline(change.desired, change.live):
+                out[(drift.key, change.path)] = lines_of.line_diff(change.desired, change.live)
+    return out
 
 
 def _cell(value: Any) -> str:

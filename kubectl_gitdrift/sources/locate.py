@@ -10,7 +10,8 @@ where a patch would go.
 
 `Location.how` is one of: `replicas` (a kustomization `replicas:` count), `images` (a
 kustomization `images:` entry), `patch` (a patch file or inline patch), `resource` (a resource
-file), `overlay` (nothing sets it literally).
+file), `generator` (a configMapGenerator or secretGenerator entry makes the object: the line of
+its name), `overlay` (nothing sets it literally).
 """
 
 from __future__ import annotations
@@ -99,7 +100,7 @@ class _Search:
             found = self._replicas(knode, rel) or self._images(knode, rel)
             if found:
                 return found
-            found = self._patches(knode, kdir, rel)
+            found = self._patches(knode, kdir, rel) or self._generator(knode, rel)
             if found:
                 return found
             base = kdir.relative_to(self.root).as_posix()
@@ -154,6 +155,18 @@ class _Search:
                 return Location(rel, _line(_get(entry, "newTag")), "images")
             if tag is None and digest is None and data.get("newName"):
                 return Location(rel, _line(_get(entry, "newName")), "images")
+        return None
+
+    def _generator(self, knode: MappingNode, rel: str) -> Location | None:
+        """The configMapGenerator or secretGenerator entry that makes the object (its `name:`
+        line): the value comes from a literal or a file it reads, not from a YAML field."""
+        key = {"ConfigMap": "configMapGenerator", "Secret": "secretGenerator"}.get(self.kind)
+        if self.group or key is None:
+            return None
+        for entry in _items(_get(knode, key)):
+            name = _scalar(_get(entry, "name"))
+            if isinstance(name, str) and self._name_matches(name):
+                return Location(rel, _line(_get(entry, "name")), "generator")
         return None
 
     def _patches(self, knode: MappingNode, kdir: Path, rel: str) -> Location | None:

@@ -49,3 +49,13 @@ def test_synced_app_has_no_remediation() -> None:
     text = markdown.render(model.Report((app,), "offline"))
     assert "## Remediation" not in text
     assert "gitdrift: **Synced**" in text
+
+
+def test_a_value_line_never_becomes_a_heading() -> None:
+    """A ConfigMap value's `# comment` line stays inside a ```diff fence (golden of the
+    fix-multiline-configmap scenario, which tests/test_scenarios.py keeps current)."""
+    text = (TESTDATA / "scenarios" / "fix-multiline-configmap" / "expected.md").read_text()
+    headings = [line for line in text.splitlines() if line.startswith("#")]
+    assert all(h.startswith(("# Drift post-mortem", "## ", "### ")) for h in headings), headings
+    assert "  ```diff\n  --- git\n  +++ live\n" in text
+    assert "  +  # load test 2026-12-01: log every request\n" in text

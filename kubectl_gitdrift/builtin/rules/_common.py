@@ -9,6 +9,7 @@ import json
 from typing import Any
 
 from kubectl_gitdrift import model
+from kubectl_gitdrift.compare import changes
 from kubectl_gitdrift.diagnose import attribution
 from kubectl_gitdrift.diagnose import rules as diagnosis
 from kubectl_gitdrift.hookspecs import RuleContext
@@ -126,9 +127,22 @@ def _before(a: str, b: str) -> bool | None:
     return ta <= tb
 
 
+def difference(change: model.Change) -> str:
+    """How a message says a field's two values differ: `is A in the cluster but B in git`, or for
+    multi-line values `differs from git in the cluster (-1 +1 lines: <the first changed line>)`
+    (the text report and markdown show the differing lines below the message)."""
+    if changes.multiline(change.desired, change.live):
+        return (
+            f"differs from git in the cluster ({changes.line_summary(change.desired, change.live)})"
+        )
+    return f"is {brief(change.live)} in the cluster but {brief(change.desired)} in git"
+
+
 def brief(value: Any) -> str:
     """A value as a message shows it: "unset", or its text (JSON if not a string), cut at 60."""
     if value is None:
         return "unset"
+    if isinstance(value, str) and "\n" in value.rstrip("\n"):
+        return f"text of {changes.line_count(value)}"
     text = value if isinstance(value, str) else json.dumps(value, sort_keys=True)
     return text if len(text) <= 60 else text[:57] + "..."

@@ -10,10 +10,10 @@ from typing import Any
 
 from kubectl_gitdrift import model
 from kubectl_gitdrift.builtin.rules._common import (
-    brief,
     changed_drifts,
     clue_evidence,
     clue_for,
+    difference,
     gitdrift_context,
     kind_of,
     owner_evidence,
@@ -75,8 +75,7 @@ def check(ctx: RuleContext) -> Iterator[Finding]:
                 code="field-fight",
                 severity=Severity.WARNING,
                 message=(
-                    f"{field} is {brief(change.live)} in the cluster but "
-                    f"{brief(change.desired)} in git, and {what}: every sync writes git's value "
+                    f"{field} {difference(change)}, and {what}: every sync writes git's value "
                     "back and the controller changes it again."
                 ),
                 key=drift.key,

@@ -7,6 +7,7 @@ from typing import Any
 
 from kubectl_gitdrift import model
 from kubectl_gitdrift.builtin.rules._common import brief, owner_evidence
+from kubectl_gitdrift.compare import changes
 from kubectl_gitdrift.diagnose import attribution
 from kubectl_gitdrift.hookspecs import RuleContext
 from kubectl_gitdrift.model import Finding, ResourceStatus, Severity
@@ -44,6 +45,9 @@ def check(ctx: RuleContext) -> Iterator[Finding]:
             values = (
                 "the Secret value"
                 if change.secret
+                else "the live value with git's "
+                f"({changes.line_summary(change.live, change.desired)})"
+                if changes.multiline(change.desired, change.live)
                 else f"the live {brief(change.live)} with git's {brief(change.desired)}"
             )
             only_if = (

@@ -10,11 +10,11 @@ from typing import Any
 
 from kubectl_gitdrift import model
 from kubectl_gitdrift.builtin.rules._common import (
-    brief,
     changed_drifts,
     clue_evidence,
     clue_for,
     cluster_moved,
+    difference,
     kind_of,
     owner_evidence,
     unexplained_changes,
@@ -92,7 +92,7 @@ def _manual_message(
         if change.secret
         else f"{field}: {changes.order_note(change)}"
         if changes.order_only(change)
-        else f"{field} is {brief(change.live)} in the cluster but {brief(change.desired)} in git"
+        else f"{field} {difference(change)}"
     )
     owner = change.owner
     write = clue.write if clue is not None else None
