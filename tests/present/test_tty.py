@@ -32,7 +32,11 @@ from kubectl_gitdrift.cli import parser, progress
 from kubectl_gitdrift.present import color, markdown, report
 from kubectl_gitdrift.present import writtenby as writers
 from tests.conftest import ROOT, load_script
-from tests.support.apiserver import ServerFactory, kube_apiserver  # noqa: F401 - the fixture
+from tests.support.apiserver import (  # noqa: F401 - the fixture
+    ServerFactory,
+    controller_rbac,
+    kube_apiserver,
+)
 
 CLI = Path(sys.executable).with_name("kubectl-gitdrift")
 COLS, ROWS = 120, 40
@@ -261,7 +265,7 @@ def test_live_and_snapshot_show_their_phases(
     """Live: connecting, rendering, listing and comparing, each on the one line; `snapshot`
     too. All erased, and a live run prints the table an offline run prints."""
     items = yaml.safe_load((fleet12 / "snapshot.yaml").read_text())["items"]
-    server = kube_apiserver(items)
+    server = kube_apiserver([*items, *controller_rbac()])  # a real cluster has Argo CD's RBAC
     live = ["--kubeconfig", str(server.kubeconfig_path), "--repo-root", str(fleet12 / "repo")]
     run = run_cli(["--all", *live, "--no-entry-points"], tmp_path, cache=cache)
     assert run.code == 1, run.stderr
