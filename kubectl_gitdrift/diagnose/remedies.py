@@ -8,11 +8,11 @@ import json
 import shlex
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, Protocol
 
 from kubectl_gitdrift import model
 from kubectl_gitdrift.compare import strategies as compare
-from kubectl_gitdrift.diagnose import policies, rbac
+from kubectl_gitdrift.diagnose import helmfix, policies, rbac
 from kubectl_gitdrift.diagnose.causes import Cause, CauseKey, cause_of
 from kubectl_gitdrift.model import Remedy, RemedyKind
 
@@ -24,14 +24,26 @@ class Location:
     file: str
     line: int
     how: str  # "literal" | "kustomization-replicas" | "kustomization-images" | "overlay"
+    # | Helm (helmfix.HOWS): "values", "values-add", "helm-inline", "helm-parameter", "helm-none"
     text: str = ""  # the line as written, for the adopt instructions
+    key: str = ""  # Helm: the values key (dotted) that renders the field
+    old: Any = None  # Helm: the key's value in git (the part of the field it renders)
+    new: Any = None  # Helm: the value the key must have to render the cluster's
+    root: str = ""  # the tree holding `file`, for read_source ("": the app's first source)
+    repo: str = ""  # the repository holding `file`, when not the app's (a `$values` source)
+    note: str = ""  # why no file can be named, or what else the fix needs
 
 
 SSA_MANAGER = "argocd-controller"  # the field manager Argo CD's server-side apply uses
 
 Locator = Callable[[model.Drift, model.Change], "Location | None"]
-SourceReader = Callable[[str], "str | None"]
-"""Repo-relative file -> its text at the rendered revision (None when absent); an I/O callback."""
+
+
+class SourceReader(Protocol):
+    """Repo-relative file (in the tree `root` names, "" for the app's first source) -> its text
+    at the rendered revision (None when absent); an I/O callback."""
+
+    def __call__(self, rel: str, /, root: str = "") -> str | None: ...
 
 
 def recommend(
@@ -136,6 +148,7 @@ def write_patch(
     """A unified diff (paths a/ b/ relative to the repo root) that adopts every live value git
     can take literally, and a note for each change it could not adopt."""
     edits: dict[str, list[policies.LineEdit]] = {}
+    values_edits: helmfix.Edits = {}
     skipped: list[str] = []
     for drift in drifts:
         if drift.status is not model.ResourceStatus.OUT_OF_SYNC:
@@ -149,6 +162,11 @@ def write_patch(
                 skipped.append(f"{field}: git does not set it; add it by hand")
                 continue
             where = locate(drift, change)
+            if where is not None and where.how in helmfix.HOWS:
+                problem = helmfix.collect(values_edits, where, change)
+                if problem:
+                    skipped.append(f"{field}: {problem}")
+                continue
             edit = (
                 policies.adopt_edit(where.how, where.file, where.line, change.desired, change.live)
                 if where is not None
@@ -168,6 +186,7 @@ def write_patch(
         for edit in failed:
             skipped.append(f"{file}:{edit.line}: the line does not spell {edit.old!r}")
         diffs.append(policies.unified_diff(file, text, new))
+    diffs.extend(helmfix.diffs(values_edits, read_source, skipped))
     return "".join(diffs), skipped
 
 
@@ -194,6 +213,11 @@ def _adopt(
                 f"set {field} to {live} in {target} (git has {_yaml_value(change.desired)})"
             )
             continue
+        if where.how in helmfix.HOWS:
+            steps.append(helmfix.step(app, field, where, change))
+            if where.file:
+                file, line = file or where.file, line or (where.line or None)
+            continue
         file, line = file or where.file, line or (where.line or None)
         at = f"{where.file}:{where.line}" if where.line else where.file
         if change.op is model.Op.REMOVE:
@@ -210,6 +234,7 @@ def _adopt(
         diff, _ = write_patch([drift], locate, read_source)
         if diff:
             snippet = diff
+            steps.extend(helmfix.patch_steps(drift, locate))
             commands = (
                 f"kubectl gitdrift {policies.app_arg(app)} --write-patch adopt.patch",
                 "git apply adopt.patch",
