@@ -595,7 +595,7 @@ def with_source_callbacks(
     at = "HEAD" if rendered.revision == source_render.WORKING_TREE else rendered.revision
     kept = history_cache if at != "HEAD" else None
     roots: dict[str, Path] = {}  # Location.root -> the tree its file is in
-    helm_sources: dict[int, helm_locate.HelmSource] = {}
+    helm_sources: dict[int, helm_locate.HelmLocator] = {}
 
     def locate(drift: model.Drift, change: model.Change) -> remedies.Location | None:
         part = _source_of(rendered, drift.key)
@@ -657,7 +657,7 @@ def _helm_location(
     drift: model.Drift,
     change: model.Change,
     roots: dict[str, Path],
-    helm_sources: dict[int, helm_locate.HelmSource],
+    helm_sources: dict[int, helm_locate.HelmLocator],
 ) -> remedies.Location:
     if part.kind == "plugin":
         return remedies.Location(
@@ -667,12 +667,12 @@ def _helm_location(
             note="a config management plugin renders it: gitdrift cannot tell which of the "
             "plugin's input files sets the field",
         )
-    source = helm_sources.get(part.index)
-    if source is None:
-        source = helm_sources[part.index] = _helm_source(app, rendered, part)
-    found = helm_locate.locate(
-        source, drift.key, drift.origin, change.path, change.desired, change.live
-    )
+    locator = helm_sources.get(part.index)
+    if locator is None:
+        locator = helm_sources[part.index] = helm_locate.HelmLocator(
+            _helm_source(app, rendered, part)
+        )
+    found = locator.locate(drift.key, drift.origin, change.path, change.desired, change.live)
     root = ""
     if found.ref and rendered.refs is not None:
         root = f"ref:{found.ref}"

@@ -96,32 +96,63 @@ def locate(
     live: Any,
 ) -> HelmLocation:
     """Where the value that renders `path` of the object `key` is set."""
-    if isinstance(desired, Mapping | list) or isinstance(live, Mapping | list):
-        return _none("the field is a whole mapping or list; gitdrift names keys of scalars only")
-    templates = _templates(source, origin)
-    if not templates:
-        return _none("the template that renders the object was not found in the chart")
-    found: list[_Candidate] = []
-    for rel, text in templates:
-        for raw in candidates(text, key.kind, path):
-            found.append(_Candidate(rel, *raw))
-    if not found:
-        return _none(f"no line of {_names(templates)} renders {_display(path)}")
-    values = _Values(source)
-    answers: list[HelmLocation] = []
-    for cand in found:
-        answer = _answer(source, values, cand, desired, live, path)
-        if answer is not None and answer not in answers:
-            answers.append(answer)
-    if len(answers) == 1:
-        return answers[0]
-    if not answers:
-        return _none(
-            f"{_names(templates)} renders {_display(path)} from an expression whose value "
-            "gitdrift cannot follow back to one values key"
-        )
-    keys = sorted({a.key or f"{a.file}:{a.line}" for a in answers})
-    return _none(f"{_display(path)} may come from any of {', '.join(keys)}; none is named")
+    return HelmLocator(source).locate(key, origin, path, desired, live)
+
+
+class HelmLocator:
+    """Locates fields of one Helm source, reading its values files and templates once."""
+
+    def __init__(self, source: HelmSource) -> None:
+        self.source = source
+        self._values: _Values | None = None
+        self._templates: dict[str | None, list[tuple[str, str]]] = {}
+
+    def locate(
+        self, key: ObjectKey, origin: str | None, path: FieldPath, desired: Any, live: Any
+    ) -> HelmLocation:
+        """Where the value that renders `path` of the object `key` is set."""
+        source = self.source
+        if isinstance(desired, Mapping | list) or isinstance(live, Mapping | list):
+            return _none(
+                "the field is a whole mapping or list; gitdrift names keys of scalars only"
+            )
+        if origin and not source.pulled and _in_subchart(source, origin):
+            return _none(
+                f"{origin}, a subchart's template, renders it: gitdrift does not follow values "
+                "into subcharts"
+            )
+        if origin not in self._templates:
+            self._templates[origin] = _templates(source, origin)
+        templates = self._templates[origin]
+        if not templates:
+            return _none("the template that renders the object was not found in the chart")
+        found: list[_Candidate] = []
+        for rel, text in templates:
+            for raw in candidates(text, key.kind, path):
+                found.append(_Candidate(rel, *raw))
+        if not found:
+            return _none(f"no line of {_names(templates)} renders {_display(path)}")
+        if self._values is None:
+            self._values = _Values(source)
+        answers: list[HelmLocation] = []
+        for cand in found:
+            answer = _answer(source, self._values, cand, desired, live, path)
+            if answer is not None and answer not in answers:
+                answers.append(answer)
+        if len(answers) == 1:
+            return answers[0]
+        if not answers:
+            return _none(
+                f"{_names(templates)} renders {_display(path)} from an expression whose value "
+                "gitdrift cannot follow back to one values key"
+            )
+        keys = sorted({a.key or f"{a.file}:{a.line}" for a in answers})
+        return _none(f"{_display(path)} may come from any of {', '.join(keys)}; none is named")
+
+
+def _in_subchart(source: HelmSource, origin: str) -> bool:
+    prefix = "" if source.path == "." else source.path + "/"
+    return origin.startswith(prefix + "charts/")
 
 
 def _none(note: str) -> HelmLocation:
@@ -563,4 +594,4 @@ def _text(value: Any) -> str:
     return "null" if value is None else str(value)
 
 
-__all__ = ["HelmLocation", "HelmSource", "locate"]
+__all__ = ["HelmLocation", "HelmLocator", "HelmSource", "locate"]
