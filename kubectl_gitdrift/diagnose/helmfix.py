@@ -40,16 +40,15 @@ def step(app: model.Application, field: str, where: Location, change: model.Chan
     if where.how == "helm-parameter":
         flag = where.text or f"--helm-set {where.key}"
         return (
-            f"set {field} to {live}: no file in git sets it; {where.note}: "
+            f"{field}: no file in git sets it; {where.note}: "
             f"argocd app set {policies.app_arg(app)} {flag}={_yaml(where.new)}"
         )
     if where.how == "helm-inline":
         return (
-            f"set {field} to {live}: no file in git sets it; {where.note}: set {where.key} to "
+            f"{field}: no file in git sets it; {where.note}: set {where.key} to "
             f"{_yaml(where.new)} there (kubectl edit application {app.name} -n {app.namespace})"
         )
-    git = _yaml(change.desired)
-    return f"set {field} to {live} (git has {git}); no file can be named: {where.note}"
+    return f"set {field} to {live} (git has {_yaml(change.desired)}): {where.note}"
 
 
 def patch_steps(
@@ -80,7 +79,7 @@ def patch_steps(
 def collect(edits: Edits, where: Location, change: model.Change) -> str:
     """Add the edit `where` asks for to `edits`; or why there is none."""
     if where.how not in ("values", "values-add"):
-        return f"no file can be named: {where.note}" if where.note else "no file can be named"
+        return where.note or "no file can be named"
     key = tuple(where.key.split("."))
     if isinstance(where.new, str) and "\n" in where.new:
         return f"{where.file}: {where.key} would be a multi-line value; edit it by hand"

@@ -215,7 +215,7 @@ def _adopt(
             continue
         if where.how in helmfix.HOWS:
             steps.append(helmfix.step(app, field, where, change))
-            if where.file:
+            if where.how in ("values", "values-add"):
                 file, line = file or where.file, line or (where.line or None)
             continue
         file, line = file or where.file, line or (where.line or None)

@@ -599,16 +599,40 @@ def with_source_callbacks(
 
     def locate(drift: model.Drift, change: model.Change) -> remedies.Location | None:
         part = _source_of(rendered, drift.key)
-        if app is not None and part is not None and part.kind in ("helm", "plugin"):
+        if app is not None and part is not None and part.kind == "helm":
             return _helm_location(app, rendered, part, drift, change, roots, helm_sources)
         manifest = model.Manifest(drift.key, drift.desired or {}, drift.origin)
+        spec = app.sources[part.index] if app and part and part.index < len(app.sources) else None
+        if spec is not None and spec.dry_source:
+            near = source_locate.locate(
+                rendered.tree, rendered.source_path, manifest, change.path, change.desired
+            )
+            return remedies.Location(
+                near.file if near is not None else "",
+                0,
+                "none",  # the file is kept for the field's git history, not to be edited
+                note="these are hydrated manifests, which Argo CD's source hydrator rewrites "
+                f"from the dry source ({spec.dry_source}) on its next run: change the field "
+                "there; no patch is written for the hydrated file",
+            )
+        if part is not None and part.kind == "plugin":
+            near = source_locate.locate(
+                rendered.tree, rendered.source_path, manifest, change.path, change.desired
+            )
+            return remedies.Location(
+                near.file if near is not None else "",
+                0,
+                "none",  # the file is kept for the field's git history, not to be edited
+                note="a config management plugin renders it, and gitdrift cannot tell which of "
+                "the plugin's input files sets it: no file is named and no patch written",
+            )
         if drift.origin and drift.origin.endswith((".jsonnet", ".libsonnet")):
             return remedies.Location(
                 drift.origin,
                 0,
                 "none",
-                note=f"{drift.origin} is Jsonnet, which computes the field: gitdrift does not "
-                "trace a field to the expression that computes it; change it there by hand",
+                note=f"Jsonnet ({drift.origin}) computes it, and gitdrift does not trace a "
+                "field to the expression that computes it: no line is named and no patch written",
             )
         found = source_locate.locate(
             rendered.tree, rendered.source_path, manifest, change.path, change.desired
@@ -659,14 +683,6 @@ def _helm_location(
     roots: dict[str, Path],
     helm_sources: dict[int, helm_locate.HelmLocator],
 ) -> remedies.Location:
-    if part.kind == "plugin":
-        return remedies.Location(
-            "",
-            0,
-            "none",
-            note="a config management plugin renders it: gitdrift cannot tell which of the "
-            "plugin's input files sets the field",
-        )
     locator = helm_sources.get(part.index)
     if locator is None:
         locator = helm_sources[part.index] = helm_locate.HelmLocator(

@@ -131,7 +131,10 @@ class HelmLocator:
             for raw in candidates(text, key.kind, path):
                 found.append(_Candidate(rel, *raw))
         if not found:
-            return _none(f"no line of {_names(templates)} renders {_display(path)}")
+            return _none(
+                f"no line of {_names(templates)} writes {_display(path)} by name (it may come "
+                "from a loop, an include, or a whole mapping gitdrift does not follow)"
+            )
         if self._values is None:
             self._values = _Values(source)
         answers: list[HelmLocation] = []
@@ -155,8 +158,8 @@ def _in_subchart(source: HelmSource, origin: str) -> bool:
     return origin.startswith(prefix + "charts/")
 
 
-def _none(note: str) -> HelmLocation:
-    return HelmLocation("none", note=note)
+def _none(why: str) -> HelmLocation:
+    return HelmLocation("none", note=f"no values key or file can be named: {why}")
 
 
 def _names(templates: Sequence[tuple[str, str]]) -> str:
@@ -366,12 +369,9 @@ def _answer(
         if cand.rest or unquote(cand.expr) != _text(desired):
             return None
         if source.pulled:
-            return HelmLocation(
-                "none",
-                note=(
-                    f"{cand.template}:{cand.line} of chart {source.chart} writes it literally; "
-                    "the chart is pulled from a chart repository, not kept in git"
-                ),
+            return _none(
+                f"{cand.template}:{cand.line} of chart {source.chart} writes it literally, and "
+                "the chart is pulled from a chart repository, not kept in git"
             )
         return HelmLocation("literal", cand.template, cand.line, old=desired, new=live)
     if cand.rest:  # a block: toYaml .Values.x at a key above the field
@@ -440,7 +440,7 @@ def _from_key(
             new=live,
             note=(
                 f"the Application's helm parameter {layer.name} ({source.spec}.helm.parameters, "
-                "helm's --set) sets it and wins over every values file; change the parameter"
+                f"helm's --set{'-string' if layer.force else ''}) sets it, over every values file"
             ),
             param=f"--helm-set{'-string' if layer.force else ''} {layer.name}",
         )

@@ -56,7 +56,7 @@ def _in_document(
 ) -> Iterator[tuple[int, str, str | None, Key, bool]]:
     want = _shape(path)
     stack: list[_Entry] = []
-    scopes: list[str | None] = []  # `with` expressions and other blocks (None) open here
+    scopes: list[_Scope] = []  # `with` expressions, ranges, other blocks (None) open here
     items: dict[int, dict[str, str]] = {}  # item id → its literal scalar keys
     found: list[tuple[int, str, str | None, Key, bool, tuple[int, ...]]] = []
     next_item = 0
@@ -72,7 +72,10 @@ def _in_document(
                 word = body.split(None, 1)[0] if body else ""
                 if word == "with":
                     scopes.append(body[4:].strip())
-                elif word in ("if", "range", "define", "block"):
+                elif word == "range":
+                    loop = _RANGE.match(body)
+                    scopes.append(_Range(*loop.groups()) if loop else None)
+                elif word in ("if", "define", "block"):
                     scopes.append(None if word != "if" else "if")
                 elif word == "end" and scopes:
                     scopes.pop()
@@ -93,6 +96,18 @@ def _in_document(
             _pop(stack, indent, item=True)
             stack.append(_Entry(indent, None, next_item))
             next_item += 1
+            continue
+        ranged = _RANGE_KEY.match(line)
+        if ranged:  # `{{ $k }}: {{ $v }}` in `range $k, $v := .Values.x`: the field is x.<key>
+            indent = len(ranged.group("indent"))
+            _pop(stack, indent, item=False)
+            expr = _ranged(scopes, stack, want, ranged.group("k"), ranged.group("value"))
+            if expr is not None:
+                found.append(
+                    (offset + index + 1, expr, _scope(scopes), (), False,
+                     tuple(e.item for e in stack if e.name is None))
+                )  # fmt: skip
+            stack.append(_Entry(indent, "{{ range }}"))
             continue
         match = _KEY_LINE.match(line)
         if not match:
@@ -130,12 +145,54 @@ def _in_document(
             yield at, expr, scope, rest, literal
 
 
-def _opaque(scopes: Sequence[str | None]) -> bool:
-    return any(s is None for s in scopes)
+@dataclass(frozen=True, slots=True)
+class _Range:
+    """An open `range $key, $value := expr`."""
+
+    key: str
+    value: str
+    expr: str
 
 
-def _scope(scopes: Sequence[str | None]) -> str | None:
-    withs = [s for s in scopes if s not in (None, "if")]
+_Scope = str | _Range | None  # a `with` expression, "if", a range, or an opaque block (None)
+_RANGE = re.compile(r"^range\s+\$(\w+)\s*,\s*\$(\w+)\s*:=\s*(\S+)$")
+_RANGE_KEY = re.compile(
+    r"^(?P<indent>[ ]*)\{\{-?\s*\$(?P<k>\w+)\s*-?\}\}[ ]*:[ ]+(?P<value>.*?)[ ]*$"
+)
+_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*")
+
+
+def _ranged(
+    scopes: Sequence[_Scope],
+    stack: Sequence[_Entry],
+    want: tuple[str | None, ...],
+    key_var: str,
+    value: str,
+) -> str | None:
+    """The value expression of a ranged key line with the loop's value variable spelled as
+    the values key it stands for at the field (`$.Values.x.<field>`); None when the line is
+    not the field's, or the loop is not one range over a values mapping."""
+    loops = [s for s in scopes if isinstance(s, _Range)]
+    if len(loops) != 1 or None in scopes or loops[0].key != key_var:
+        return None
+    keys = tuple(e.name for e in stack)
+    field = want[-1] if want else None
+    if want[:-1] != keys or field is None or not _IDENT.fullmatch(field):
+        return None
+    outer = [s for s in scopes[: scopes.index(loops[0])] if isinstance(s, str) and s != "if"]
+    base = key_of(loops[0].expr, outer[-1] if outer else None)
+    if base is None:
+        return None
+    spelled = "$.Values." + ".".join((*base, field))
+    return re.sub(r"\$" + re.escape(loops[0].value) + r"\b", spelled, value)
+
+
+def _opaque(scopes: Sequence[_Scope]) -> bool:
+    return any(s is None or isinstance(s, _Range) for s in scopes)
+
+
+def _scope(scopes: Sequence[_Scope]) -> str | None:
+    withs = [s for s in scopes if isinstance(s, str) and s != "if"]
     return withs[-1] if withs else None
 
 

@@ -89,13 +89,28 @@ def test_key_added_to_the_last_value_file(run_cli, tmp_path: Path) -> None:  # t
     base = ["shop", "--snapshot", str(snapshot), "--repo-root", str(repo)]
     result = run_cli([*base, "--no-entry-points", "--write-patch", str(patch)])
     assert (result.exit_code, result.stderr) == (1, "")
-    assert "charts/shop/values-eu.yaml: add config.buildNumber: 7" in result.stdout or (
-        "charts/shop/values-eu.yaml: add config.buildNumber" in result.stdout
-    )
+    assert "charts/shop/values-eu.yaml: add config.buildNumber: 7 (" in result.stdout
     assert '+  buildNumber: "7"\n' in patch.read_text()
     _adopt_and_commit(repo, patch)
     eu = (repo / "charts/shop/values-eu.yaml").read_text()
     assert eu.startswith("# applied after values-prod.yaml")  # the comment is kept
+    after = run_cli([*base, "--revision", "HEAD", "--no-entry-points"])
+    assert (after.exit_code, after.stderr) == (0, ""), after.stdout
+
+
+def test_git_chart_with_values_from_a_ref_source(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """fix-helm-values-ref: two fields of two objects set in `$values/envs/prod/values.yaml`
+    (the same repository): paths relative to the repository's root."""
+    scenario = SCENARIOS / "fix-helm-values-ref"
+    repo = _build(scenario / "repo-src", tmp_path / "repo")
+    patch = tmp_path / "adopt.patch"
+    base = ["shop-eu", "--snapshot", str(scenario / "snapshot.yaml"), "--repo-root", str(repo)]
+    result = run_cli([*base, "--no-entry-points", "--write-patch", str(patch)])
+    assert (result.exit_code, result.stderr) == (1, "")
+    first = "diff --git a/envs/prod/values.yaml b/envs/prod/values.yaml\n"
+    assert patch.read_text().startswith(first)
+    _adopt_and_commit(repo, patch)
+    assert "replicaCount: 4\n" in (repo / "envs/prod/values.yaml").read_text()
     after = run_cli([*base, "--revision", "HEAD", "--no-entry-points"])
     assert (after.exit_code, after.stderr) == (0, ""), after.stdout
 
