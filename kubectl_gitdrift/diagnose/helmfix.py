@@ -80,7 +80,7 @@ def collect(edits: Edits, where: Location, change: model.Change) -> str:
     """Add the edit `where` asks for to `edits`; or why there is none."""
     if where.how not in ("values", "values-add"):
         return where.note or "no file can be named"
-    key = tuple(where.key.split("."))
+    key = where.key_path or tuple(where.key.split("."))
     if isinstance(where.new, str) and "\n" in where.new:
         return f"{where.file}: {where.key} would be a multi-line value; edit it by hand"
     edit = valuesedit.ValuesEdit(where.file, where.root, key, where.line, where.old, where.new)

@@ -27,6 +27,7 @@ class Location:
     # | Helm (helmfix.HOWS): "values", "values-add", "helm-inline", "helm-parameter", "helm-none"
     text: str = ""  # the line as written, for the adopt instructions
     key: str = ""  # Helm: the values key (dotted) that renders the field
+    key_path: tuple[str, ...] = ()  # Helm: that key, one element per level
     old: Any = None  # Helm: the key's value in git (the part of the field it renders)
     new: Any = None  # Helm: the value the key must have to render the cluster's
     root: str = ""  # the tree holding `file`, for read_source ("": the app's first source)

@@ -702,6 +702,7 @@ def _helm_location(
         found.how,
         text=found.param,
         key=found.key,
+        key_path=found.key_path,
         old=found.old,
         new=found.new,
         root=root,

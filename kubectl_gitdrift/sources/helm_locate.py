@@ -82,6 +82,7 @@ class HelmLocation:
     repo: str = ""  # that repository's URL
     note: str = ""  # why no file is named, or what else to know
     param: str = ""  # helm-parameter: the argocd flag that sets it (`--helm-set-string a.b`)
+    key_path: tuple[str, ...] = ()  # the values key, one element per level
 
 
 # --------------------------------------------------------------------------- entry point
@@ -128,7 +129,7 @@ class HelmLocator:
             return _none("the template that renders the object was not found in the chart")
         found: list[_Candidate] = []
         for rel, text in templates:
-            for raw in candidates(text, key.kind, path):
+            for raw in candidates(text, key.kind, path, key.name):
                 found.append(_Candidate(rel, *raw))
         if not found:
             return _none(
@@ -138,12 +139,20 @@ class HelmLocator:
         if self._values is None:
             self._values = _Values(source)
         answers: list[HelmLocation] = []
+        unknown: list[_Candidate] = []
         for cand in found:
             answer = _answer(source, self._values, cand, desired, live, path)
-            if answer is not None and answer not in answers:
+            if answer is _UNKNOWN:
+                unknown.append(cand)
+            elif answer is not None and answer not in answers:
                 answers.append(answer)
-        if len(answers) == 1:
+        if len(answers) == 1 and not unknown:
             return answers[0]
+        if answers and unknown:
+            return _none(
+                f"{_display(path)} may also come from {unknown[0].template}:{unknown[0].line}, "
+                "whose expression gitdrift cannot follow"
+            )
         if not answers:
             return _none(
                 f"{_names(templates)} renders {_display(path)} from an expression whose value "
@@ -357,6 +366,9 @@ def _load(file: Path) -> Any:
 # --------------------------------------------------------------------------- the answer
 
 
+_UNKNOWN = HelmLocation("unknown")  # a candidate line whose value gitdrift cannot follow
+
+
 def _answer(
     source: HelmSource,
     values: _Values,
@@ -365,6 +377,8 @@ def _answer(
     live: Any,
     path: FieldPath,
 ) -> HelmLocation | None:
+    """Where `cand` sets the field; None when it certainly does not render git's value
+    (another branch did); _UNKNOWN when gitdrift cannot tell."""
     if cand.literal:
         if cand.rest or unquote(cand.expr) != _text(desired):
             return None
@@ -377,31 +391,29 @@ def _answer(
     if cand.rest:  # a block: toYaml .Values.x at a key above the field
         key = key_of(cand.expr, cand.scope)
         if key is None:
-            return None
+            return _UNKNOWN
         return _from_key(source, values, (*key, *cand.rest), desired, live, None)
     parts = pieces(cand.expr)
-    if parts is None:
-        return None
+    if parts is None or not parts[1]:
+        return _UNKNOWN
     literals, actions = parts
-    if not actions:
-        return None
     if len(actions) == 1 and literals == ["", ""]:
         ref = parse_action(actions[0], cand.scope)
         if ref is None or ref.key is None:
-            return None
+            return _UNKNOWN
         return _from_key(source, values, ref.key, desired, live, ref)
     # several actions (or literal text around one): the one part that differs
     if not isinstance(desired, str) or not isinstance(live, str):
-        return None
+        return _UNKNOWN
     want, have = split(literals, desired), split(literals, live)
     if want is None or have is None:
-        return None
+        return _UNKNOWN
     differ = [i for i, (w, h) in enumerate(zip(want, have, strict=True)) if w != h]
     if len(differ) != 1:
-        return None
+        return _UNKNOWN
     ref = parse_action(actions[differ[0]], cand.scope)
     if ref is None or ref.key is None:
-        return None
+        return _UNKNOWN
     return _from_key(source, values, ref.key, want[differ[0]], have[differ[0]], ref)
 
 
@@ -414,9 +426,9 @@ def _from_key(
     ref: Ref | None,
 ) -> HelmLocation | None:
     if values.error:
-        return None
+        return _UNKNOWN
     layer, value = values.winner(key)
-    dotted = ".".join(key)
+    dotted = _dotted(key)
     defaulted = ref is not None and ref.has_default and _empty(value)
     if layer is None or defaulted:
         if (
@@ -428,7 +440,7 @@ def _from_key(
             target = _last_file(values)
             if target is None:
                 return None
-            return _add(source, target, dotted, desired, live, "the template's default")
+            return _add(source, target, key, desired, live, "the template's default")
         return None
     if isinstance(value, Mapping | list) or _text(value) != _text(desired):
         return None
@@ -436,6 +448,7 @@ def _from_key(
         return HelmLocation(
             "helm-parameter",
             key=dotted,
+            key_path=key,
             old=desired,
             new=live,
             note=(
@@ -448,6 +461,7 @@ def _from_key(
         return HelmLocation(
             "helm-inline",
             key=dotted,
+            key_path=key,
             old=desired,
             new=live,
             note=(
@@ -458,11 +472,12 @@ def _from_key(
     if layer.what == _CHART:
         target = _last_file(values)
         if target is not None:
-            return _add(source, target, dotted, desired, live, "the chart's default")
+            return _add(source, target, key, desired, live, "the chart's default")
         if source.pulled:
             return HelmLocation(
                 "none",
                 key=dotted,
+                key_path=key,
                 old=desired,
                 new=live,
                 note=(
@@ -474,6 +489,7 @@ def _from_key(
         return HelmLocation(
             "none",
             key=dotted,
+            key_path=key,
             old=desired,
             new=live,
             note=f"{layer.file} of chart {source.chart}'s package sets {dotted}, not a file in "
@@ -482,12 +498,16 @@ def _from_key(
     assert layer.path is not None
     line = _line_of(layer.path, key)
     if not line:
-        return None
+        return _none(
+            f"{layer.file} sets {dotted}, but not as a one-line scalar gitdrift can edit; "
+            "change it there by hand"
+        )
     return HelmLocation(
         "values",
         layer.file,
         line,
         key=dotted,
+        key_path=key,
         old=value,
         new=_like(value, live),
         ref=layer.ref,
@@ -496,13 +516,15 @@ def _from_key(
 
 
 def _add(
-    source: HelmSource, target: _Layer, dotted: str, desired: Any, live: Any, why: str
+    source: HelmSource, target: _Layer, key: Key, desired: Any, live: Any, why: str
 ) -> HelmLocation:
+    dotted = _dotted(key)
     return HelmLocation(
         "values-add",
         target.file,
         0,
         key=dotted,
+        key_path=key,
         old=desired,
         new=live,
         ref=target.ref,
@@ -568,6 +590,17 @@ def _compose(file: str, stamp: int) -> tuple[Node | None, ...]:
         return tuple(yamlio.compose_documents(Path(file).read_bytes(), Path(file).name))
     except (OSError, GitDriftError):
         return ()
+
+
+def _dotted(key: Key) -> str:
+    """`a.b`, with a level that is no plain name in brackets: `podAnnotations["x.io/y"]`."""
+    out = ""
+    for part in key:
+        if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_-]*", part):
+            out += ("." if out else "") + part
+        else:
+            out += f'["{part}"]'
+    return out
 
 
 def _like(old: Any, new: Any) -> Any:

@@ -35,10 +35,11 @@ class _Entry:
 
 
 def candidates(
-    text: str, kind: str, path: FieldPath
+    text: str, kind: str, path: FieldPath, name: str = ""
 ) -> Iterator[tuple[int, str, str | None, Key, bool]]:
     """(line, value text, with-scope, rest, literal) of each template line that renders `path`
-    in a document of `kind` (or of a kind the template computes)."""
+    in a document of `kind` named `name` (or of a kind or name the template computes in a way
+    that may give them)."""
     lines = text.splitlines()
     start = 0
     for end in [*[i for i, ln in enumerate(lines) if re.match(r"^---\s*$", ln)], len(lines)]:
@@ -48,7 +49,30 @@ def candidates(
         kinds = [m.group(1) for ln in doc if (m := re.match(r"^kind:\s*(\S+)\s*$", ln))]
         if kinds and kind not in kinds and all("{{" not in k for k in kinds):
             continue
+        if name and not _may_name(doc, name):
+            continue
         yield from _in_document(doc, offset, path)
+
+
+def _may_name(doc: Sequence[str], name: str) -> bool:
+    """Whether the document's metadata.name may render as `name` (its literal text around the
+    actions matches; a name not found or not understood may be anything)."""
+    in_metadata = False
+    for line in doc:
+        if re.match(r"^metadata:\s*$", line):
+            in_metadata = True
+            continue
+        if in_metadata and re.match(r"^\S", line):
+            break
+        found = re.match(r"^  name:\s*(.+?)\s*$", line) if in_metadata else None
+        if found:
+            parts = pieces(found.group(1))
+            if parts is None:
+                return True
+            literals, _ = parts
+            pattern = ".*".join(re.escape(lit) for lit in literals)
+            return re.fullmatch(pattern, name, re.DOTALL) is not None
+    return True
 
 
 def _in_document(

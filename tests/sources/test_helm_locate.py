@@ -313,3 +313,71 @@ def test_change_a_scalar_on_its_line() -> None:
         "us-east-1", "eu-west-1"
     )
     assert valuesedit.set_line(VALUES, 4, "info", "debug") is None
+
+
+TWO_CONFIGMAPS = """\
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: {{ .Release.Name }}-a
+data:
+  MODE: {{ .Values.a.mode }}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: {{ .Release.Name }}-b
+  annotations:
+    {{- toYaml .Values.b.annotations | nindent 4 }}
+data:
+  MODE: {{ .Values.b.mode }}
+  LEVEL: {{ .Values.b.level | upper }}
+  OTHER: {{ .Values.a.mode }}
+"""
+
+
+def test_the_document_is_picked_by_kind_and_name(tmp_path: Path) -> None:
+    tree = _chart(
+        tmp_path / "repo",
+        {
+            "Chart.yaml": "apiVersion: v2\nname: c\nversion: 1.0.0\n",
+            "templates/cms.yaml": TWO_CONFIGMAPS,
+            "values.yaml": (
+                "a:\n  mode: fast\nb:\n  mode: fast\n  level: info\n"
+                "  annotations:\n    example.com/owner: team-a\n"
+            ),
+        },
+    )
+    src = HelmSource(tree, tree, ".", {}, {}, repo_url="git")
+    origin = "templates/cms.yaml"
+
+    def at(name: str, path: tuple[Any, ...], desired: Any, live: Any):  # type: ignore[no-untyped-def]
+        key = ObjectKey("", "ConfigMap", "ns", name)
+        return helm_locate.locate(src, key, origin, path, desired, live)
+
+    # both keys hold "fast": the object's name tells the documents apart
+    assert at("rel-a", ("data", "MODE"), "fast", "slow").key == "a.mode"
+    assert at("rel-b", ("data", "MODE"), "fast", "slow").key == "b.mode"
+    # a key with dots, below a toYaml block
+    found = at("rel-b", ("metadata", "annotations", "example.com/owner"), "team-a", "team-b")
+    assert (found.how, found.key, found.key_path, found.line) == (
+        "values",
+        'b.annotations["example.com/owner"]',
+        ("b", "annotations", "example.com/owner"),
+        7,
+    )
+    # a function that changes the value: nothing is named
+    assert at("rel-b", ("data", "LEVEL"), "INFO", "DEBUG").how == "none"
+
+
+def test_a_line_gitdrift_cannot_follow_beside_one_it_can(tree: Path) -> None:
+    """An if/else whose other branch computes the value: the key that matches is no proof."""
+    (tree / "charts/shop/templates/deployment.yaml").write_text(
+        DEPLOYMENT.replace(
+            "replicas: {{ .Values.autoscaling.min }}",
+            "replicas: {{ add 1 .Values.autoscaling.min }}",
+        )
+    )
+    found = _at(_source(tree), DEPLOY, ("spec", "replicas"), 3, 5)
+    assert found.how == "none"
+    assert "cannot follow" in found.note
