@@ -24,7 +24,7 @@ class Location:
     file: str
     line: int
     how: str  # "literal" | "kustomization-replicas" | "kustomization-images" | "overlay"
-    # | Helm (helmfix.HOWS): "values", "values-add", "helm-inline", "helm-parameter", "helm-none"
+    # | Helm (helmfix.HOWS): "values", "values-add", "helm-inline", "helm-parameter", "none"
     text: str = ""  # the line as written, for the adopt instructions
     key: str = ""  # Helm: the values key (dotted) that renders the field
     key_path: tuple[str, ...] = ()  # Helm: that key, one element per level
