@@ -17,7 +17,9 @@ from kubectl_gitdrift.diagnose import policies, valuesedit
 if TYPE_CHECKING:
     from kubectl_gitdrift.diagnose.remedies import Location, SourceReader
 
-HOWS = ("values", "values-add", "helm-inline", "helm-parameter", "none")
+HOWS = ("values", "values-add", "template", "helm-inline", "helm-parameter", "none")
+EDITS = ("values", "values-add", "template")
+"""The hows whose file --write-patch edits."""
 """Location.how values this module words and patches."""
 
 Edits = dict[tuple[str, str], list[valuesedit.ValuesEdit]]
@@ -31,6 +33,11 @@ def step(app: model.Application, field: str, where: Location, change: model.Chan
         return (
             f"{_in_repo(where)}{where.file}:{where.line}: change {where.key} from "
             f"{_yaml(where.old)} to {_yaml(where.new)} (it renders {field})"
+        )
+    if where.how == "template":
+        return (
+            f"{where.file}:{where.line}: change {field} from {_yaml(where.old)} to "
+            f"{_yaml(where.new)} (the chart's template writes it literally)"
         )
     if where.how == "values-add":
         return (
@@ -59,7 +66,7 @@ def patch_steps(
         {
             where.repo
             for where in (locate(drift, c) for c in drift.changes)
-            if where is not None and where.how in ("values", "values-add") and where.repo
+            if where is not None and where.how in EDITS and where.repo
         }
     )
     if len(repos) == 1:
@@ -78,15 +85,15 @@ def patch_steps(
 
 def collect(edits: Edits, where: Location, change: model.Change) -> str:
     """Add the edit `where` asks for to `edits`; or why there is none."""
-    if where.how not in ("values", "values-add"):
+    if where.how not in EDITS:
         return where.note or "no file can be named"
-    key = where.key_path or tuple(where.key.split("."))
+    key = where.key_path or (tuple(where.key.split(".")) if where.key else ())
     if isinstance(where.new, str) and "\n" in where.new:
         return f"{where.file}: {where.key} would be a multi-line value; edit it by hand"
     edit = valuesedit.ValuesEdit(where.file, where.root, key, where.line, where.old, where.new)
     bucket = edits.setdefault((where.root, where.file), [])
-    if any(e.key == key for e in bucket):
-        same = next(e for e in bucket if e.key == key)
+    same = next((e for e in bucket if e.key == key and e.line == edit.line), None)
+    if same is not None:
         if same.new != edit.new:
             return f"{where.file}: {where.key} renders other fields too, which want {same.new!r}"
         return ""
@@ -104,7 +111,7 @@ def diffs(edits: Edits, read: SourceReader, skipped: list[str]) -> Iterable[str]
             continue
         new, failed = valuesedit.apply(text, edits[(root, file)])
         for edit, why in failed:
-            skipped.append(f"{file}: {'.'.join(edit.key)}: {why}")
+            skipped.append(f"{file}: {'.'.join(edit.key) or f'line {edit.line}'}: {why}")
         yield policies.unified_diff(file, text, new)
 
 

@@ -24,7 +24,8 @@ class Location:
     file: str
     line: int
     how: str  # "literal" | "kustomization-replicas" | "kustomization-images" | "overlay"
-    # | Helm (helmfix.HOWS): "values", "values-add", "helm-inline", "helm-parameter", "none"
+    # | Helm (helmfix.HOWS): "values", "values-add", "template", "helm-inline", "helm-parameter",
+    # "none"
     text: str = ""  # the line as written, for the adopt instructions
     key: str = ""  # Helm: the values key (dotted) that renders the field
     key_path: tuple[str, ...] = ()  # Helm: that key, one element per level
@@ -216,7 +217,7 @@ def _adopt(
             continue
         if where.how in helmfix.HOWS:
             steps.append(helmfix.step(app, field, where, change))
-            if where.how in ("values", "values-add"):
+            if where.how in helmfix.EDITS:
                 file, line = file or where.file, line or (where.line or None)
             continue
         file, line = file or where.file, line or (where.line or None)

@@ -19,8 +19,8 @@ From the rendered field back to the values key, exactly or not at all:
 
 The answer says where to change the key: a line of a value file (how `values`), a value file
 the key must be added to (`values-add`: the chart's default won and the app has value files),
-a template line (`literal`), or why no file can be named (`helm-inline`, `helm-parameter`,
-`none`, with a note).
+a template line that writes the value literally (`template`), or why no file can be named
+(`helm-inline`, `helm-parameter`, `none`, with a note).
 """
 
 from __future__ import annotations
@@ -72,7 +72,7 @@ class HelmSource:
 
 @dataclass(frozen=True, slots=True)
 class HelmLocation:
-    how: str  # values | values-add | literal | helm-inline | helm-parameter | none
+    how: str  # values | values-add | template | helm-inline | helm-parameter | none
     file: str = ""  # relative to the root of the repository holding it
     line: int = 0  # 1-based (values, literal); for values-add, 0
     key: str = ""  # the values key, dotted (`image.tag`)
@@ -387,7 +387,7 @@ def _answer(
                 f"{cand.template}:{cand.line} of chart {source.chart} writes it literally, and "
                 "the chart is pulled from a chart repository, not kept in git"
             )
-        return HelmLocation("literal", cand.template, cand.line, old=desired, new=live)
+        return HelmLocation("template", cand.template, cand.line, old=desired, new=live)
     if cand.rest:  # a block: toYaml .Values.x at a key above the field
         key = key_of(cand.expr, cand.scope)
         if key is None:

@@ -98,6 +98,27 @@ def test_key_added_to_the_last_value_file(run_cli, tmp_path: Path) -> None:  # t
     assert (after.exit_code, after.stderr) == (0, ""), after.stdout
 
 
+def test_a_value_the_template_writes_literally(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """A field no values key renders (the Service's `targetPort: http` in templates/service.yaml)
+    is adopted by editing that template line."""
+    scenario = SCENARIOS / "source-helm-values"
+    repo = _build(scenario / "repo-src", tmp_path / "repo")
+    snapshot = tmp_path / "snapshot.yaml"
+    text = (scenario / "snapshot.yaml").read_text()
+    assert text.count("      targetPort: http\n") == 1
+    snapshot.write_text(text.replace("      targetPort: http\n", "      targetPort: web\n"))
+    patch = tmp_path / "adopt.patch"
+    base = ["shop", "--snapshot", str(snapshot), "--repo-root", str(repo)]
+    result = run_cli([*base, "--no-entry-points", "--write-patch", str(patch)])
+    assert (result.exit_code, result.stderr) == (1, "")
+    step = "charts/shop/templates/service.yaml:13: change spec.ports[port=80].targetPort from http"
+    assert step in result.stdout
+    assert "-    targetPort: http\n+    targetPort: web\n" in patch.read_text()
+    _adopt_and_commit(repo, patch)
+    after = run_cli([*base, "--revision", "HEAD", "--no-entry-points"])
+    assert "/Service shop/shop           Synced" in after.stdout
+
+
 def test_git_chart_with_values_from_a_ref_source(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     """fix-helm-values-ref: two fields of two objects set in `$values/envs/prod/values.yaml`
     (the same repository): paths relative to the repository's root."""

@@ -202,7 +202,7 @@ def test_inline_values_and_parameters_name_no_file(tree: Path) -> None:
 def test_literals_defaults_and_with_scopes(tree: Path) -> None:
     found = _at(_source(tree), CM, ("data", "MODE"), "batch", "stream")
     assert (found.how, found.file, found.line) == (
-        "literal",
+        "template",
         "charts/shop/templates/configmap.yaml",
         9,
     )
