@@ -12,7 +12,7 @@ from typing import Any, Protocol
 
 from kubectl_gitdrift import model
 from kubectl_gitdrift.compare import strategies as compare
-from kubectl_gitdrift.diagnose import helmfix, policies, rbac
+from kubectl_gitdrift.diagnose import diffmerge, helmfix, policies, rbac
 from kubectl_gitdrift.diagnose.causes import Cause, CauseKey, cause_of
 from kubectl_gitdrift.model import Remedy, RemedyKind
 
@@ -134,9 +134,10 @@ def _cause_fixes(causes: Mapping[CauseKey, Cause]) -> list[Remedy]:
 
 
 def patch(remedies: Sequence[Remedy]) -> str:
-    """The `--write-patch` content: every adopt remedy's diff, one per file, in order."""
-    return "".join(
-        r.snippet for r in remedies if r.kind is RemedyKind.ADOPT and r.snippet and _is_diff(r)
+    """The `--write-patch` content: every adopt remedy's diff, one per file, in order (the
+    edits several remedies make to one file merged into one diff of it)."""
+    return diffmerge.merge(
+        [r.snippet for r in remedies if r.kind is RemedyKind.ADOPT and r.snippet and _is_diff(r)]
     )
 
 

@@ -6,6 +6,7 @@ is for the values repository."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -73,6 +74,27 @@ def test_git_chart_with_value_files(run_cli, tmp_path: Path) -> None:  # type: i
     after = run_cli([*base, "--revision", "HEAD", "--no-entry-points"])
     assert (after.exit_code, after.stderr) == (0, ""), after.stdout
     assert "Synced" in after.stdout.splitlines()[0]
+
+
+def test_several_objects_set_from_one_value_file(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """fix-helm-values-file: the ConfigMap's and the Deployment's adopt diffs both edit
+    values-prod.yaml; the written patch merges them, and everything a file sets is adopted
+    (SCHEMA_VERSION, a helm parameter of the Application, stays OutOfSync)."""
+    scenario = SCENARIOS / "fix-helm-values-file"
+    repo = _build(scenario / "repo-src", tmp_path / "repo")
+    patch = tmp_path / "adopt.patch"
+    base = ["shop", "--snapshot", str(scenario / "snapshot.yaml"), "--repo-root", str(repo)]
+    result = run_cli([*base, "--no-entry-points", "--write-patch", str(patch)])
+    assert result.exit_code == 1
+    assert patch.read_text().count("diff --git a/charts/shop/values-prod.yaml") == 1
+    _adopt_and_commit(repo, patch)
+    after = run_cli([*base, "--revision", "HEAD", "--no-entry-points", "-o", "json"])
+    drifted = [
+        (r["kind"], c["path"])
+        for r in json.loads(after.stdout)["applications"][0]["resources"]
+        for c in r.get("changes") or ()
+    ]
+    assert drifted == [("ConfigMap", "data.SCHEMA_VERSION")], after.stdout
 
 
 def test_key_added_to_the_last_value_file(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
