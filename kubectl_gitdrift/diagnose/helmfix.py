@@ -32,7 +32,8 @@ def step(app: model.Application, field: str, where: Location, change: model.Chan
     if where.how == "values":
         return (
             f"{_in_repo(where)}{where.file}:{where.line}: change {where.key} from "
-            f"{_yaml(where.old)} to {_yaml(where.new)} (it renders {field})"
+            f"{_yaml(where.old)} to {_yaml(where.new)} (it renders {field}"
+            + (f"; {where.note})" if where.note else ")")
         )
     if where.how == "template":
         return (

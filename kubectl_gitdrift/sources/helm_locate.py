@@ -512,6 +512,11 @@ def _from_key(
         new=_like(value, live),
         ref=layer.ref,
         repo=_repo(source, layer.ref),
+        note=(
+            "the chart's own default: every app of the chart gets the new value"
+            if layer.what == _CHART
+            else ""
+        ),
     )
 
 

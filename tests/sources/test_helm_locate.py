@@ -163,6 +163,7 @@ def test_a_chart_default_is_overridden_in_the_last_value_file(tree: Path) -> Non
     # without value files, the chart's own values.yaml (in git) is the line to change
     found = _at(_source(tree, valueFiles=[]), DEPLOY, path, "500m", "1")
     assert (found.how, found.file, found.line) == ("values", "charts/shop/values.yaml", 12)
+    assert found.note == "the chart's own default: every app of the chart gets the new value"
 
 
 def test_the_part_of_an_image_that_differs(tree: Path) -> None:
