@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -33,6 +34,8 @@ def parse_application(body: Mapping[str, Any]) -> model.Application:
             f"{where}: spec.source is missing", hint="the Application has nothing to render"
         )
     sources = tuple(_source(_map(s), where, i) for i, s in enumerate(raw_sources))
+    if spec.get("sourceHydrator") is not None:
+        sources = (dataclasses.replace(sources[0], dry_source=_dry_source(spec["sourceHydrator"])),)
 
     destination = _map(spec.get("destination"))
     policy = _map(spec.get("syncPolicy"))
@@ -97,6 +100,12 @@ def _hydrated_source(raw: Any, where: str) -> dict[str, Any]:
         "path": str(sync["path"]),
         "targetRevision": str(sync["targetBranch"]),
     }
+
+
+def _dry_source(raw: Any) -> str:
+    dry = _map(_map(raw).get("drySource"))
+    path = str(dry.get("path") or ".")
+    return f"{dry.get('repoURL') or ''} {path} @ {dry.get('targetRevision') or 'HEAD'}"
 
 
 def _source(raw: Mapping[str, Any], where: str, index: int) -> model.AppSource:

@@ -358,7 +358,7 @@ def _cached(locate: remedies.Locator | None) -> remedies.Locator | None:
 
 def _file(locate: remedies.Locator, drift: model.Drift, change: model.Change) -> str | None:
     found = locate(drift, change)
-    return found.file if found is not None else None
+    return found.file if found is not None and found.file else None
 
 
 def _is_event_kind(group_kind: tuple[str, str]) -> bool:

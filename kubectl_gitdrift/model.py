@@ -268,6 +268,8 @@ class AppSource:
     name: str = ""
     kind: str = ""  # explicit type: helm | kustomize | directory | plugin; "" = detect
     options: Body = field(default_factory=dict)  # the raw helm/kustomize/directory/plugin block
+    dry_source: str = ""  # spec.sourceHydrator: the dry source ("repoURL path @ revision") the
+    # hydrator renders this sync source from; "" for an ordinary source
 
 
 @dataclass(frozen=True, slots=True)

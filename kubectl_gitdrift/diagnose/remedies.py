@@ -8,12 +8,12 @@ import json
 import shlex
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, Protocol
 
 from kubectl_gitdrift import model
 from kubectl_gitdrift.compare import changes as lines
 from kubectl_gitdrift.compare import strategies as compare
-from kubectl_gitdrift.diagnose import policies, rbac, tracking
+from kubectl_gitdrift.diagnose import diffmerge, helmfix, policies, rbac, tracking
 from kubectl_gitdrift.diagnose.causes import Cause, CauseKey, cause_of
 from kubectl_gitdrift.model import Remedy, RemedyKind
 
@@ -25,14 +25,28 @@ class Location:
     file: str
     line: int
     how: str  # "literal" | "kustomization-replicas" | "kustomization-images" | "overlay"
+    # | Helm (helmfix.HOWS): "values", "values-add", "template", "helm-inline", "helm-parameter",
+    # "none"
     text: str = ""  # the line as written, for the adopt instructions
+    key: str = ""  # Helm: the values key (dotted) that renders the field
+    key_path: tuple[str, ...] = ()  # Helm: that key, one element per level
+    old: Any = None  # Helm: the key's value in git (the part of the field it renders)
+    new: Any = None  # Helm: the value the key must have to render the cluster's
+    root: str = ""  # the tree holding `file`, for read_source ("": the app's first source)
+    repo: str = ""  # the repository holding `file`, when not the app's (a `$values` source)
+    note: str = ""  # why no file can be named, or what else the fix needs
 
 
 SSA_MANAGER = "argocd-controller"  # the field manager Argo CD's server-side apply uses
 
 Locator = Callable[[model.Drift, model.Change], "Location | None"]
-SourceReader = Callable[[str], "str | None"]
-"""Repo-relative file -> its text at the rendered revision (None when absent); an I/O callback."""
+
+
+class SourceReader(Protocol):
+    """Repo-relative file (in the tree `root` names, "" for the app's first source) -> its text
+    at the rendered revision (None when absent); an I/O callback."""
+
+    def __call__(self, rel: str, /, root: str = "") -> str | None: ...
 
 
 def recommend(
@@ -71,19 +85,12 @@ def recommend(
     out: list[Remedy] = []
     synced_away: list[model.Drift] = []
     read = _memo(read_source) if read_source is not None else None
-    adopted: dict[str, list[model.Drift]] = {}  # file -> the drifts whose diffs edit it
     for drift in to_adopt:
         if "git-ahead" in codes and all(c.owner and c.owner.is_argocd for c in drift.changes):
             synced_away.append(drift)
             continue  # git moved and Argo CD wrote the live value: syncing is the fix
-        adopt = _adopt(app, drift, locate, read)
-        files = _files(adopt.snippet or "")
-        earlier = [d for f in files for d in adopted.get(f, ())]
-        if earlier and locate is not None and read is not None:
-            adopt = replace(adopt, snippet=_on_top(files, earlier, drift, locate, read))
-        for file in files:
-            adopted.setdefault(file, []).append(drift)
-        out.append(adopt)
+        out.append(_adopt(app, drift, locate, read))  # each diff against the commit: patch()
+        # merges the diffs of one file, so two resources edited in one file apply together
     if out and locate is not None and read_source is not None:
         out = _with_left_out(out, drifts, to_adopt, synced_away, causes)
     out.extend(cause_fixes)
@@ -180,52 +187,22 @@ def left_out(remedies: Sequence[Remedy]) -> list[str]:
 
 
 def _memo(read_source: SourceReader) -> SourceReader:
-    texts: dict[str, str | None] = {}
+    """`read_source`, each file read once."""
+    texts: dict[tuple[str, str], str | None] = {}
 
-    def read(rel: str) -> str | None:
-        if rel not in texts:
-            texts[rel] = read_source(rel)
-        return texts[rel]
+    def read(rel: str, /, root: str = "") -> str | None:
+        if (rel, root) not in texts:
+            texts[(rel, root)] = read_source(rel, root) if root else read_source(rel)
+        return texts[(rel, root)]
 
     return read
 
 
-def _on_top(
-    files: Sequence[str],
-    earlier: Sequence[model.Drift],
-    drift: model.Drift,
-    locate: Locator,
-    read: SourceReader,
-) -> str:
-    """`drift`'s diff of `files` as it applies after the diffs of the `earlier` drifts (which
-    edit the same files): `patch` concatenates them, and `git apply` takes each on top."""
-    once = list({id(d): d for d in earlier}.values())  # a drift editing two of the files
-    before, _ = write_patch(once, locate, read)
-    after, _ = write_patch([*once, drift], locate, read)
-    out = []
-    for file in files:
-        text = read(file) or ""
-        out.append(
-            policies.unified_diff(
-                file, policies.patched(text, file, before), policies.patched(text, file, after)
-            )
-        )
-    return "".join(out)
-
-
-def _files(diff: str) -> list[str]:
-    return [
-        row[len("diff --git a/") :].split(" b/", 1)[0]
-        for row in diff.splitlines()
-        if row.startswith("diff --git a/")
-    ]
-
-
 def patch(remedies: Sequence[Remedy]) -> str:
-    """The `--write-patch` content: every adopt remedy's diff, in order; each resource's diff
-    is made on top of the ones before it, so two resources in one file apply together."""
-    return "".join(
-        r.snippet for r in remedies if r.kind is RemedyKind.ADOPT and r.snippet and _is_diff(r)
+    """The `--write-patch` content: every adopt remedy's diff, one per file, in order (the
+    edits several remedies make to one file merged into one diff of it)."""
+    return diffmerge.merge(
+        [r.snippet for r in remedies if r.kind is RemedyKind.ADOPT and r.snippet and _is_diff(r)]
     )
 
 
@@ -240,6 +217,7 @@ def write_patch(
     can take literally, and a note for each change it could not adopt."""
     edits: dict[str, list[policies.LineEdit]] = {}
     fields: dict[int, str] = {}  # id of an edit -> the field it adopts
+    values_edits: helmfix.Edits = {}
     skipped: list[str] = []
     for drift in drifts:
         if drift.status is not model.ResourceStatus.OUT_OF_SYNC:
@@ -259,6 +237,11 @@ def write_patch(
                 skipped.append(f"{field}: unset in the cluster; delete it from git by hand")
                 continue
             where = locate(drift, change)
+            if where is not None and where.how in helmfix.HOWS:
+                problem = helmfix.collect(values_edits, where, change)
+                if problem:
+                    skipped.append(f"{field}: {problem}")
+                continue
             edit = (
                 policies.adopt_edit(where.how, where.file, where.line, change.desired, change.live)
                 if where is not None
@@ -282,6 +265,7 @@ def write_patch(
                 "as one scalar or block; edit it by hand"
             )
         diffs.append(policies.unified_diff(file, text, new))
+    diffs.extend(helmfix.diffs(values_edits, read_source, skipped))
     return "".join(diffs), skipped
 
 
@@ -331,6 +315,11 @@ def _adopt(
                 f"set {field} to {live} in {target} (git has {_yaml_value(change.desired)})"
             )
             continue
+        if where.how in helmfix.HOWS:
+            steps.append(helmfix.step(app, field, where, change))
+            if where.how in helmfix.EDITS:
+                file, line = file or where.file, line or (where.line or None)
+            continue
         file, line = file or where.file, line or (where.line or None)
         at = f"{where.file}:{where.line}" if where.line else where.file
         if change.op is model.Op.REMOVE:
@@ -348,6 +337,7 @@ def _adopt(
         diff, skipped = write_patch([drift], locate, read_source)  # never a Secret's value
         if diff:
             snippet = diff
+            steps.extend(helmfix.patch_steps(drift, locate))
             commands = (
                 f"kubectl gitdrift {policies.app_arg(app)} --write-patch adopt.patch",
                 "git apply adopt.patch",

@@ -31,6 +31,7 @@ from kubectl_gitdrift.sources import charts as source_charts
 from kubectl_gitdrift.sources import config as source_config
 from kubectl_gitdrift.sources import fetch as source_fetch
 from kubectl_gitdrift.sources import git as source_git
+from kubectl_gitdrift.sources import helm_locate
 from kubectl_gitdrift.sources import locate as source_locate
 from kubectl_gitdrift.sources import render as source_render
 
@@ -477,7 +478,8 @@ def run_one(
     )
     history = _history_cache(request)
     repo = rendered.repo if rendered.repo is not None else request.git.plain_root
-    return engine.run(inputs, pm, with_source_callbacks(options, rendered, repo, history))
+    callbacks = with_source_callbacks(options, rendered, repo, history, app=app)
+    return engine.run(inputs, pm, callbacks)
 
 
 @dataclass(frozen=True, slots=True)
@@ -584,18 +586,58 @@ def with_source_callbacks(
     rendered: source_render.Rendered,
     repo_root: Path | None,
     history_cache: source_cache.HistoryCache | None = None,
+    *,
+    app: model.Application | None = None,
 ) -> engine.Options:
     """The engine's callbacks into git for one rendered source: where a field is set (locate),
     a source file's text (read_source, for patches) and the last commit touching a file (kept
     in `history_cache` for a commit, never for the working tree), from `repo_root` (the clone or
     the fetched mirror the first source came from; None: no git history, e.g. a registry
-    chart)."""
+    chart). With the `app`, a field a Helm source renders is traced to its values key
+    (sources/helm_locate.py), in whichever source's tree (a `$ref` one too) holds it."""
     tree = rendered.tree.resolve()
     at = "HEAD" if rendered.revision == source_render.WORKING_TREE else rendered.revision
     kept = history_cache if at != "HEAD" else None
+    roots: dict[str, Path] = {}  # Location.root -> the tree its file is in
+    helm_sources: dict[int, helm_locate.HelmLocator] = {}
 
     def locate(drift: model.Drift, change: model.Change) -> remedies.Location | None:
+        part = _source_of(rendered, drift.key)
+        if app is not None and part is not None and part.kind == "helm":
+            return _helm_location(app, rendered, part, drift, change, roots, helm_sources)
         manifest = model.Manifest(drift.key, drift.desired or {}, drift.origin)
+        spec = app.sources[part.index] if app and part and part.index < len(app.sources) else None
+        if spec is not None and spec.dry_source:
+            near = source_locate.locate(
+                rendered.tree, rendered.source_path, manifest, change.path, change.desired
+            )
+            return remedies.Location(
+                near.file if near is not None else "",
+                0,
+                "none",  # the file is kept for the field's git history, not to be edited
+                note="these are hydrated manifests, which Argo CD's source hydrator rewrites "
+                f"from the dry source ({spec.dry_source}) on its next run: change the field "
+                "there; no patch is written for the hydrated file",
+            )
+        if part is not None and part.kind == "plugin":
+            near = source_locate.locate(
+                rendered.tree, rendered.source_path, manifest, change.path, change.desired
+            )
+            return remedies.Location(
+                near.file if near is not None else "",
+                0,
+                "none",  # the file is kept for the field's git history, not to be edited
+                note="a config management plugin renders it, and gitdrift cannot tell which of "
+                "the plugin's input files sets it: no file is named and no patch written",
+            )
+        if drift.origin and drift.origin.endswith((".jsonnet", ".libsonnet")):
+            return remedies.Location(
+                drift.origin,
+                0,
+                "none",
+                note=f"Jsonnet ({drift.origin}) computes it, and gitdrift does not trace a "
+                "field to the expression that computes it: no line is named and no patch written",
+            )
         found = source_locate.locate(
             rendered.tree, rendered.source_path, manifest, change.path, change.desired
         )
@@ -603,9 +645,10 @@ def with_source_callbacks(
             return None
         return remedies.Location(found.file, found.line, found.how)
 
-    def read_source(rel: str) -> str | None:
-        path = (tree / rel).resolve()
-        if not path.is_relative_to(tree) or not path.is_file():
+    def read_source(rel: str, root: str = "") -> str | None:
+        base = roots[root].resolve() if root in roots else tree
+        path = (base / rel).resolve()
+        if not path.is_relative_to(base) or not path.is_file():
             return None
         return path.read_text(encoding="utf-8")
 
@@ -625,6 +668,74 @@ def with_source_callbacks(
         return attribution.CommitRef(*value) if value else None
 
     return dataclasses.replace(options, locate=locate, read_source=read_source, history=history)
+
+
+def _source_of(
+    rendered: source_render.Rendered, key: model.ObjectKey
+) -> source_render.RenderedSource | None:
+    """The source that rendered the object (the last one, as the last rendered object wins)."""
+    found = [p for p in rendered.sources if (key.group, key.kind, key.name) in p.keys]
+    return found[-1] if found else None
+
+
+def _helm_location(
+    app: model.Application,
+    rendered: source_render.Rendered,
+    part: source_render.RenderedSource,
+    drift: model.Drift,
+    change: model.Change,
+    roots: dict[str, Path],
+    helm_sources: dict[int, helm_locate.HelmLocator],
+) -> remedies.Location:
+    locator = helm_sources.get(part.index)
+    if locator is None:
+        locator = helm_sources[part.index] = helm_locate.HelmLocator(
+            _helm_source(app, rendered, part)
+        )
+    found = locator.locate(drift.key, drift.origin, change.path, change.desired, change.live)
+    root = ""
+    if found.ref and rendered.refs is not None:
+        root = f"ref:{found.ref}"
+        roots[root] = rendered.refs[found.ref]
+    elif found.file and part.tree.resolve() != rendered.tree.resolve():
+        root = f"source:{part.index}"
+        roots[root] = part.tree
+    return remedies.Location(
+        found.file,
+        found.line,
+        found.how,
+        text=found.param,
+        key=found.key,
+        key_path=found.key_path,
+        old=found.old,
+        new=found.new,
+        root=root,
+        repo=found.repo,
+        note=found.note,
+    )
+
+
+def _helm_source(
+    app: model.Application, rendered: source_render.Rendered, part: source_render.RenderedSource
+) -> helm_locate.HelmSource:
+    spec = app.sources[part.index] if part.index < len(app.sources) else None
+    chart_dir = part.tree if part.path == "." else part.tree / part.path
+    path = part.path
+    if part.pulled and (part.tree / "Chart.yaml").is_file():
+        chart_dir, path = part.tree, "."
+    return helm_locate.HelmSource(
+        chart_dir=chart_dir,
+        tree=part.tree,
+        path=path,
+        options=part.options or {},
+        env=part.env or {},
+        refs=rendered.refs or {},
+        ref_urls={s.ref: s.repo_url for s in app.sources if s.ref},
+        repo_url=part.repo_url,
+        pulled=part.pulled,
+        chart=(spec.chart if spec is not None and spec.chart else "") or chart_dir.name,
+        spec="spec.source" if len(app.sources) == 1 else f"spec.sources[{part.index}]",
+    )
 
 
 def _notes_for(

@@ -351,6 +351,19 @@ def _value_files(
     return out
 
 
+def value_files(
+    chart_dir: Path,
+    tree: Path,
+    options: Mapping[str, Any],
+    tree_for_ref: Mapping[str, Path],
+    env: Mapping[str, str],
+    display: str,
+) -> list[Path]:
+    """The value files `helm template` is given, in Argo CD's order (globs expanded, missing
+    ones dropped with ignoreMissingValueFiles): the last one wins."""
+    return _value_files(chart_dir, tree, options, tree_for_ref, env, display)
+
+
 def _values_yaml(options: Mapping[str, Any]) -> str:
     """Argo CD's ValuesYAML: valuesObject (as YAML) if set, else the values string."""
     obj = options.get("valuesObject")

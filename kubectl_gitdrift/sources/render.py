@@ -12,7 +12,6 @@ renderer (RENDERERS) then renders one RenderContext (sources/context.py).
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import posixpath
 import re
@@ -68,6 +67,12 @@ class RenderedSource:
     revision: str  # commit sha, or "working tree"
     tree: Path  # the exported tree (or the working tree with local=True)
     varying: tuple[VaryingRender, ...] = ()  # where it renders differently each time (helm)
+    # what locating a Helm value needs (sources/helm_locate.py): the tool block as rendered
+    # (`.argocd-source*.yaml` merged), the build environment, and the keys rendered
+    options: Mapping[str, Any] | None = None
+    env: Mapping[str, str] | None = None
+    keys: frozenset[tuple[str, str, str]] = frozenset()  # (group, kind, name) of each object
+    pulled: bool = False  # a chart pulled from a Helm repository or an OCI registry
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,6 +84,7 @@ class Rendered:
     sources: tuple[RenderedSource, ...] = ()
     repo: Path | None = None  # the first source's repository (a clone's top, or a fetched mirror)
     fetched: bool = False  # the first source came from a fetched mirror, not --repo-root
+    refs: Mapping[str, Path] | None = None  # `ref` name → that source's tree (exported on use)
 
     @property
     def varying(self) -> tuple[VaryingRender, ...]:
@@ -241,6 +247,7 @@ def render(
         sources=tuple(parts),
         repo=repo.top if repo is not None else None,
         fetched=repo.fetched if repo is not None else False,
+        refs=refs,
     )
 
 
@@ -439,7 +446,11 @@ def _render_source(
     )
     objs = RENDERERS[kind].render(ctx)
     varying = nondeterminism.examine(ctx, objs, RENDERERS[kind].render) if kind == "helm" else ()
-    return RenderedSource(index, source.repo_url, path, kind, sha, tree, varying), objs
+    part = RenderedSource(
+        index, source.repo_url, path, kind, sha, tree, varying, options=ctx.options, env=env,
+        keys=_keys(objs),
+    )  # fmt: skip
+    return part, objs
 
 
 def _render_chart(
@@ -487,16 +498,14 @@ def _render_chart(
         if not (app_dir / "Chart.yaml").is_file():
             raise SourceError(f"{registry.describe(pulled.version)}: no chart at path {path}")
     name = registry.chart or registry.ref.rsplit("/", 1)[-1]
-    part = RenderedSource(
-        index, source.repo_url, registry.chart or path, "helm", pulled.version, pulled.directory
-    )
+    env = build_env(app, source, pulled.version)
     ctx = RenderContext(
         app=app,
         source=source,
         tree=pulled.directory,
         path=path,
         revision=pulled.digest,
-        env=build_env(app, source, pulled.version),
+        env=env,
         options=options,
         workdir=workdir,
         settings=settings,
@@ -511,7 +520,15 @@ def _render_chart(
     )
     objs = RENDERERS["helm"].render(ctx)
     varying = nondeterminism.examine(ctx, objs, RENDERERS["helm"].render)
-    return dataclasses.replace(part, varying=varying), objs
+    part = RenderedSource(
+        index, source.repo_url, registry.chart or path, "helm", pulled.version, pulled.directory,
+        varying, options=options, env=env, keys=_keys(objs), pulled=True,
+    )  # fmt: skip
+    return part, objs
+
+
+def _keys(manifests: Sequence[Manifest]) -> frozenset[tuple[str, str, str]]:
+    return frozenset((m.key.group, m.key.kind, m.key.name) for m in manifests)
 
 
 def _chart_version(app: Application, index: int, source: AppSource, revision: str | None) -> str:

@@ -47,4 +47,6 @@ def diagnose(
             rules=hookcalls.collect_rules(pm),
             **({"controller": controller} if controller else {}),
         )
-        return engine.run(inputs, pm, workflow.with_source_callbacks(options, rendered, repo))
+        return engine.run(
+            inputs, pm, workflow.with_source_callbacks(options, rendered, repo, app=app)
+        )
