@@ -107,14 +107,21 @@ def _read_hunks(lines: Sequence[str], file: _File) -> None:
 
 def _add(blocks: list[_Block], block: _Block) -> None:
     """Add `block` unless another diff made the same edit; two insertions at one place are
-    both kept (keys added to one mapping); an edit overlapping another is dropped (the patch
-    could not hold both)."""
+    both kept (keys added to one mapping), and so are an insertion and a replacement of the
+    line it goes before; an edit overlapping another is dropped (the patch could not hold
+    both)."""
     for i, other in enumerate(blocks):
         if other == block:
             return
         if other.start == block.start and not other.removed and not block.removed:
             if not _within(block.added, other.added):
                 blocks[i] = _Block(other.start, (), (*other.added, *block.added))
+            return
+        if other.start == block.start and (not other.removed or not block.removed):
+            # lines inserted before the line another diff replaces: both hold (a block scalar
+            # that grows, and the key right after it)
+            insert, change = (other, block) if not other.removed else (block, other)
+            blocks[i] = _Block(change.start, change.removed, (*insert.added, *change.added))
             return
         if other.start == block.start or (
             other.start < block.start + len(block.removed)

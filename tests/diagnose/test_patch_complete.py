@@ -307,8 +307,9 @@ def test_one_line_values_are_not_multiline() -> None:
 
 
 def test_two_resources_in_one_file_apply_together(tmp_path: Path, build_repo) -> None:  # type: ignore[no-untyped-def]
-    """Each adopt remedy's diff is made on top of the ones before it: the concatenation
-    `--write-patch` writes applies even when the hunks' context overlaps."""
+    """Each adopt remedy's diff is made against the commit, and `--write-patch` merges the
+    diffs of one file: it applies even when the hunks' context overlaps (a block scalar that
+    grows right before the next resource's key)."""
     from kubectl_gitdrift import model
     from kubectl_gitdrift.diagnose import remedies
     from tests.support.diagnose_helper import diagnose
