@@ -118,6 +118,7 @@ class Options:
     controller: str = rbac.CONTROLLER  # --controller-sa, as a username
     plurals: Mapping[tuple[str, str], str] | None = None  # (group, kind) -> resource, discovery
     read_source: remedies.SourceReader | None = None  # repo-relative file -> text, for patches
+    context_flags: Sequence[str] = ()  # --snapshot, --repo-root, ...: for suggested commands
 
 
 def run(inputs: Inputs, pm: pluggy.PluginManager, opts: Options) -> model.AppReport:
@@ -268,6 +269,7 @@ def run(inputs: Inputs, pm: pluggy.PluginManager, opts: Options) -> model.AppRep
         plurals=plurals,
         strategy=choice.strategy,
         causes=rule_ctx.causes,
+        context_flags=opts.context_flags,
     )
     notes += [f"the adopt patch (--write-patch) leaves out {e}" for e in remedies.left_out(fixes)]
     return model.AppReport(

@@ -6,6 +6,7 @@ import dataclasses
 import importlib.util
 import io
 import os
+import re
 import sys
 from collections.abc import Callable, Generator, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -114,14 +115,26 @@ FAST_RETRIES = {"backoff": 0.01, "max_backoff": 0.05}
 ACCESS_NOTES = ("controller permissions: ", "no ClusterRoles and bindings were read")
 
 
-def without_access_notes(doc: dict[str, Any]) -> dict[str, Any]:
-    """A JSON report without the notes saying how the controller's permissions were checked:
-    what a live run and an offline run of the same state differ in (and only then)."""
+def without_run_context(doc: dict[str, Any]) -> dict[str, Any]:
+    """A JSON report without what says where its run's state came from: the notes on how the
+    controller's permissions were checked, and the context flags (--snapshot, --repo-root,
+    --kubeconfig, --context) that its suggested gitdrift commands repeat. That is all a live
+    run and an offline run of the same state differ in."""
     apps = [
-        {**app, "notes": [n for n in app.get("notes") or () if not n.startswith(ACCESS_NOTES)]}
+        {
+            **app,
+            "notes": [n for n in app.get("notes") or () if not n.startswith(ACCESS_NOTES)],
+            "remedies": [
+                {**r, "commands": [_CONTEXT_FLAGS.sub("", c) for c in r.get("commands") or ()]}
+                for r in app.get("remedies") or ()
+            ],
+        }
         for app in doc.get("applications") or ()
     ]
     return {**doc, "applications": apps} if "applications" in doc else dict(doc)
+
+
+_CONTEXT_FLAGS = re.compile(r" --(?:snapshot|repo-root|kubeconfig|context) \S+")
 
 
 @pytest.fixture(autouse=True)

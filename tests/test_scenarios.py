@@ -8,7 +8,9 @@ files before the run, and put back in place of their values in the output, so go
 depend on ports. `${REPO_HEAD}` is the built repo's HEAD commit (it changes when a substituted
 URL is committed). `repo_root: false` runs without --repo-root (for sources that need no git,
 or a repository the `git` server serves: gitdrift fetches it). A scenario with an `expected.md`
-also checks `-o markdown` against it."""
+also checks `-o markdown` against it. The report's suggested gitdrift commands repeat the run's
+--snapshot and --repo-root: goldens show the snapshot's path in the checkout and the clone as
+`${REPO_ROOT}` (or `repo_root_shown:`, e.g. make demo's `.venv/demo-repo`)."""
 
 from __future__ import annotations
 
@@ -192,15 +194,23 @@ def test_scenario(  # type: ignore[no-untyped-def]
         # short forms of the commit, as the text report shows them
         placeholders.update({f"${{REPO_HEAD:{n}}}": head[:n] for n in (12, 8, 7)})
     args = _args(scenario, spec, repo, snapshot)
+    # the suggested gitdrift commands repeat --snapshot and --repo-root: shown as a user in the
+    # checkout would type them (`repo_root_shown:` names the clone, e.g. make demo's)
+    original = (scenario / spec.get("snapshot", "live.yaml")).resolve()
+    shown = {
+        **placeholders,
+        str(original.relative_to(ROOT)): args[args.index("--snapshot") + 1],
+        spec.get("repo_root_shown", "${REPO_ROOT}"): str(repo),
+    }
     for fmt, name in (("json", "expected.json"), ("text", "expected.txt")):
         result = run_cli([*args, "-o", fmt])
         assert result.stderr == "", result.stderr
         assert result.exit_code == spec["exit_code"], result.stdout
-        golden.check(scenario / name, _normalized(result.stdout, placeholders))
+        golden.check(scenario / name, _normalized(result.stdout, shown))
     if (scenario / "expected.md").exists():  # opt-in: -o markdown's golden
         result = run_cli([*args, "-o", "markdown"])
         assert (result.stderr, result.exit_code) == ("", spec["exit_code"]), result.stderr
-        golden.check(scenario / "expected.md", _normalized(result.stdout, placeholders))
+        golden.check(scenario / "expected.md", _normalized(result.stdout, shown))
     report = json.loads((scenario / "expected.json").read_text())
     app = report["applications"][0]
     assert app["sync"]["status"] == spec.get("sync", app["sync"]["status"])

@@ -60,6 +60,7 @@ def recommend(
     plurals: Mapping[tuple[str, str], str] | None = None,
     strategy: model.DiffStrategy = model.DiffStrategy.LEGACY,
     causes: Mapping[CauseKey, Cause] | None = None,
+    context_flags: Sequence[str] = (),
 ) -> list[Remedy]:
     """Both ways out (adopt, revert), the fixes of each specific cause, how to keep it from
     recurring, and how to check each fix.
@@ -67,8 +68,11 @@ def recommend(
     A difference a specific cause owns (server-filled, admission-mutation, ...) is adopted only
     when its cause says adopting fits, and reverted only when a sync would keep git's value.
     For an app Argo CD syncs with server-side apply (any strategy but legacy), the revert is a
-    server-side apply as `argocd-controller`, so the fields go back to Argo CD's ownership."""
+    server-side apply as `argocd-controller`, so the fields go back to Argo CD's ownership.
+    The gitdrift commands it suggests repeat `context_flags` (--snapshot, --repo-root, ...), so
+    they see the same app the run saw."""
     causes = causes or {}
+    rerun = _Rerun(app, tuple(context_flags))
     adoptable = _fitting(drifts, causes, "adoptable")
     revertable = _fitting(drifts, causes, "revertable")
     to_adopt = [d for d in adoptable if d.status is model.ResourceStatus.OUT_OF_SYNC and d.changes]
@@ -89,7 +93,7 @@ def recommend(
         if "git-ahead" in codes and all(c.owner and c.owner.is_argocd for c in drift.changes):
             synced_away.append(drift)
             continue  # git moved and Argo CD wrote the live value: syncing is the fix
-        out.append(_adopt(app, drift, locate, read))  # each diff against the commit: patch()
+        out.append(_adopt(app, drift, locate, read, rerun))  # each diff against the commit: patch()
         # merges the diffs of one file, so two resources edited in one file apply together
     if out and locate is not None and read_source is not None:
         out = _with_left_out(out, drifts, to_adopt, synced_away, causes)
@@ -101,9 +105,22 @@ def recommend(
         out.append(_revert(app, modified, missing, extraneous, server_side=server_side))
     prevent = list(_prevent(app, drifts, findings, controller, plurals))
     out.extend(prevent)
-    out.append(_verify(app, modified))
-    out.extend(_verify_prevention(app, drifts, prevent, findings, controller))
+    out.append(_verify(app, modified, rerun))
+    out.extend(_verify_prevention(app, drifts, prevent, findings, controller, rerun))
     return out
+
+
+@dataclass(frozen=True, slots=True)
+class _Rerun:
+    """`kubectl gitdrift APP` with the run's context flags, then `extra`: the command a report
+    suggests to look again (or to write the patch) sees the state the run saw."""
+
+    app: model.Application
+    flags: tuple[str, ...]
+
+    def __call__(self, *extra: str) -> str:
+        words = [policies.app_arg(self.app), *self.flags, *extra]
+        return "kubectl gitdrift " + " ".join(shlex.quote(w) for w in words)
 
 
 def _fitting(
@@ -292,6 +309,7 @@ def _adopt(
     drift: model.Drift,
     locate: Locator | None,
     read_source: SourceReader | None,
+    rerun: _Rerun,
 ) -> Remedy:
     steps: list[str] = []
     file = None
@@ -339,7 +357,7 @@ def _adopt(
             snippet = diff
             steps.extend(helmfix.patch_steps(drift, locate))
             commands = (
-                f"kubectl gitdrift {policies.app_arg(app)} --write-patch adopt.patch",
+                rerun("--write-patch", "adopt.patch"),
                 "git apply adopt.patch",
                 f"git commit -am 'adopt live values of {drift.key.short()}'",
             )
@@ -555,9 +573,9 @@ def _denied(findings: Sequence[model.Finding]) -> list[rbac.Question]:
     return sorted(set(out))
 
 
-def _verify(app: model.Application, modified: Sequence[model.Drift]) -> Remedy:
+def _verify(app: model.Application, modified: Sequence[model.Drift], rerun: _Rerun) -> Remedy:
     name = _app_arg(app)
-    commands = [f"kubectl gitdrift {name}", f"argocd app get {name} --refresh"]
+    commands = [rerun(), f"argocd app get {name} --refresh"]
     for drift in modified:
         key = drift.key
         if policies.is_secret(key):
@@ -584,6 +602,7 @@ def _verify_prevention(
     prevent: Sequence[Remedy],
     findings: Sequence[model.Finding],
     controller: str,
+    rerun: _Rerun,
 ) -> Iterable[Remedy]:
     titles = {r.title for r in prevent}
     if "Let Argo CD undo manual changes (selfHeal)" in titles:
@@ -638,7 +657,7 @@ def _verify_prevention(
                 RemedyKind.VERIFY,
                 f"Verify the fight over {finding.key.short()} is settled",
                 steps=("the field no longer shows as drift; it is listed as suppressed",),
-                commands=(f"kubectl gitdrift {_app_arg(app)} --show-suppressed",),
+                commands=(rerun("--show-suppressed"),),
             )
             break
     denied = _denied(findings)

@@ -143,3 +143,19 @@ class Request:
     renders only with --repo-root, and keeps the OpenAPI definitions of every kind)."""
     settings: Settings = field(default_factory=Settings)
     tuning: Tuning = field(default_factory=Tuning)
+
+    def context_flags(self) -> tuple[str, ...]:
+        """The flags that say where this run's state came from (--snapshot, --repo-root,
+        --kubeconfig, --context), as the gitdrift commands a report suggests must repeat them
+        to see the same app (which they name as NAMESPACE/NAME when -n mattered)."""
+        out: list[str] = []
+        if self.cluster.snapshot is not None:
+            out += ["--snapshot", str(self.cluster.snapshot)]
+        for root in self.git.repo_roots:
+            out += ["--repo-root", f"{root.url}={root.path}" if root.url else str(root.path)]
+        if self.cluster.snapshot is None:
+            if self.cluster.kubeconfig:
+                out += ["--kubeconfig", self.cluster.kubeconfig]
+            if self.cluster.context:
+                out += ["--context", self.cluster.context]
+        return tuple(out)

@@ -444,6 +444,7 @@ def options(
         authorize=reviews.answer if reviews is not None and not reviews.failure else None,
         note_access=reviews is not None,
         review_failure=reviews.failure if reviews is not None else "",
+        context_flags=request.context_flags(),
     )
 
 

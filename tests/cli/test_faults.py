@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from kubectl_gitdrift.errors import ExitCode
-from tests.conftest import FAST_RETRIES, TESTDATA, Result, Runner, without_access_notes
+from tests.conftest import FAST_RETRIES, TESTDATA, Result, Runner, without_run_context
 from tests.live.test_live import incident_objects, live_args, resource
 from tests.support.apiserver import (
     KubeAPIServer,
@@ -302,5 +302,5 @@ def test_offline_replay_of_a_partial_export_is_just_as_incomplete(
     assert replay.exit_code == ExitCode.INCOMPLETE
     a, b = json.loads(live.stdout), json.loads(replay.stdout)
     assert (a.pop("mode"), b.pop("mode")) == ("live", "offline")
-    assert without_access_notes(a) == without_access_notes(b)
+    assert without_run_context(a) == without_run_context(b)
     assert len(unreadable_findings(b)) == 2

@@ -21,7 +21,7 @@ import yaml
 from kubectl_gitdrift import __version__
 from kubectl_gitdrift.errors import ExitCode
 from kubectl_gitdrift.run import workflow
-from tests.conftest import FAST_RETRIES, TESTDATA, Result, Runner, without_access_notes
+from tests.conftest import FAST_RETRIES, TESTDATA, Result, Runner, without_run_context
 from tests.support.apiserver import (
     AccessRule,
     Identity,
@@ -86,7 +86,7 @@ def without_mode(text: str) -> Obj:
     API server's SubjectAccessReviews; offline: the snapshot's RBAC objects, if any)."""
     doc = json.loads(text)
     assert doc.pop("mode") in ("live", "offline")
-    return without_access_notes(doc)
+    return without_run_context(doc)
 
 
 def resource(report: Obj, kind: str) -> Obj:
@@ -219,7 +219,7 @@ def test_lists_known_from_the_application_run_while_it_renders(
         run_cli(offline_args(INCIDENT / "snapshot.yaml", repo, "-o", "json")).stdout
     )
     offline.pop("mode")
-    assert without_mode(result.stdout) == without_access_notes(offline)
+    assert without_mode(result.stdout) == without_run_context(offline)
 
 
 def test_argo_cd_objects_are_listed_while_discovery_runs(

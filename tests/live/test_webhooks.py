@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 from kubectl_gitdrift.errors import ExitCode
-from tests.conftest import FAST_RETRIES, TESTDATA, Result, Runner, without_access_notes
+from tests.conftest import FAST_RETRIES, TESTDATA, Result, Runner, without_run_context
 from tests.support.apiserver import (
     AccessRule,
     Identity,
@@ -77,7 +77,7 @@ def without_mode(text: str) -> Obj:
     (live by SubjectAccessReview, offline by the snapshot's RBAC objects)."""
     doc = json.loads(text)
     assert doc.pop("mode") in ("live", "offline")
-    return without_access_notes(dict(doc))
+    return without_run_context(dict(doc))
 
 
 def webhook_lists(server: KubeAPIServer) -> list[Any]:

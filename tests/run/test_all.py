@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 from kubectl_gitdrift.errors import ExitCode
-from tests.conftest import TESTDATA, Result, Runner, without_access_notes
+from tests.conftest import TESTDATA, Result, Runner, without_run_context
 from tests.support.apiserver import (
     ServerFactory,
     controller_rbac,
@@ -140,7 +140,7 @@ def test_all_live_equals_offline_on_its_export(
     offline = run_cli(["--all", "--snapshot", str(export), "--repo-root", str(repo), "-o", "json"])
     a, b = json.loads(live.stdout), json.loads(offline.stdout)
     assert (a.pop("mode"), b.pop("mode")) == ("live", "offline")
-    assert without_access_notes(a) == without_access_notes(b)
+    assert without_run_context(a) == without_run_context(b)
     text_live = run_cli(["--all", *cluster, "--repo-root", str(repo)])
     text_offline = run_cli(["--all", "--snapshot", str(export), "--repo-root", str(repo)])
     assert text_live.stdout == text_offline.stdout

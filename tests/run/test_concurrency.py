@@ -17,7 +17,7 @@ import yaml
 from kubectl_gitdrift import settings
 from kubectl_gitdrift.errors import ExitCode
 from kubectl_gitdrift.live import cluster, transport
-from tests.conftest import TESTDATA, Result, Runner, without_access_notes
+from tests.conftest import TESTDATA, Result, Runner, without_run_context
 from tests.support.apiserver import (
     ServerFactory,
     controller_rbac,
@@ -189,4 +189,4 @@ def test_parallel_and_sequential_live_give_the_same_bytes(
     )
     a, b = json.loads(parallel[0].stdout), json.loads(offline.stdout)
     assert (a.pop("mode"), b.pop("mode")) == ("live", "offline")
-    assert without_access_notes(a) == without_access_notes(b)
+    assert without_run_context(a) == without_run_context(b)
