@@ -74,3 +74,4 @@ def check(ctx: RuleContext) -> Iterator[Finding]:
         },
         hint=f"argocd app sync {ctx.app.name}",
     )
+
