@@ -9,8 +9,10 @@ for kind ...` / `ensure CRDs are installed first`), the sync's own message namin
 the run's discovery (a live run, or a snapshot it wrote, notes `<Kind>.<group> is not served by
 the cluster`: the API server answers `GET /apis/<group>/<version>` with a plain-text `404 page not
 found`). A CustomResourceDefinition for the kind among the live objects means it is served (or
-about to be): no claim then. Built-in groups are never claimed: a built-in kind that is not
-served is a removed API version, not a missing CRD.
+about to be): no claim then, nor when this app renders the CRD and no sync failed yet (a sync
+applies the CRDs it has before the objects of other kinds, gitops-engine's kind order, and waits
+until they are established). Built-in groups are never claimed: a built-in kind that is not served
+is a removed API version, not a missing CRD.
 
 The cause claims the whole object (path None). The fix is the CRD first: from git when this app
 renders it (named), or from whatever installs it (an operator's chart, before this app: sync
@@ -54,6 +56,8 @@ def detect(ctx: rules.Context) -> Iterator[Cause]:
         if not evidence:
             continue
         crd = in_git.get((key.group, key.kind))
+        if crd is not None and not ({"syncResult", "lastSync"} & set(evidence)):
+            continue  # a sync applies the app's CRD first (and skips the check): not a failure yet
         version = str((drift.desired or {}).get("apiVersion") or "")
         evidence = {
             "apiVersion": version or None,
