@@ -66,9 +66,19 @@ class FieldError:
 
 
 def failed(app: model.Application) -> model.OperationState | None:
-    """The app's last operation when it failed, else None."""
+    """The app's last operation when it failed, or failed and waits for its next retry (phase
+    Running, retryCount > 0: Argo CD keeps the failed attempt's results meanwhile), else None."""
     op = app.operation
-    return op if op is not None and op.phase in FAILED_PHASES else None
+    if op is None:
+        return None
+    if op.phase in FAILED_PHASES or retrying(op):
+        return op
+    return None
+
+
+def retrying(op: model.OperationState) -> bool:
+    """An attempt failed and Argo CD will try again (`... Retrying attempt #N at 1:12AM.`)."""
+    return op.phase == "Running" and op.retry_count > 0 and any(r.failed for r in op.resources)
 
 
 def failed_result(app: model.Application, key: model.ObjectKey) -> model.ResourceResult | None:
@@ -141,6 +151,14 @@ def quote(message: str, limit: int = 400) -> str:
 
 def after_failure(app: model.Application) -> str:
     """What Argo CD does next about a sync that failed, and what a person's sync does."""
+    op = app.operation
+    if op is not None and retrying(op):
+        left = f" of {op.retry_limit}" if op.retry_limit is not None and op.retry_limit >= 0 else ""
+        return (
+            f"Argo CD is retrying the sync (retry {op.retry_count}{left}); each attempt fails the "
+            "same way, and after the last one automated sync does not retry the revision and "
+            "selfHeal, which runs only after a successful sync, does not either."
+        )
     if not app.sync_policy.automated:
         return (
             "Automated sync is off: nothing happens until someone syncs, and that sync fails the "

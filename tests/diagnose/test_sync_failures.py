@@ -550,3 +550,24 @@ def test_the_v136_readme_names_every_recording() -> None:
     files = sorted(p.name for p in V136.iterdir() if p.is_file() and p.name != "README.md")
     assert files
     assert [name for name in files if f"`{name}`" not in readme] == []
+
+
+def test_a_failed_attempt_waiting_for_its_retry_counts() -> None:
+    result = model.ResourceResult(
+        "apps", "Deployment", "im-orders", "orders", "SyncFailed", RESULT_422
+    )
+    retrying = model.OperationState(
+        "Running",
+        message="one or more objects failed to apply, reason: "
+        + RESULT_422
+        + ". Retrying attempt #2 at 1:11AM.",
+        revision="b" * 40,
+        resources=(result,),
+        retry_count=2,
+        retry_limit=5,
+    )
+    ctx = _ctx(_app(retrying), _selector_drift())
+    (finding,) = immutable_field.check(ctx)
+    assert finding.evidence["reported"]
+    assert "Argo CD is retrying the sync (retry 2 of 5)" in finding.message
+    assert list(last_sync_failed.check(ctx)) == []  # not over yet

@@ -89,8 +89,12 @@ def _finding(
         said = syncfailures.server_words(str(result["message"]))
         message += (
             f" The last sync failed on it with the server's 422: {syncfailures.quote(said)}. "
-            "Every sync of it fails this way, and selfHeal cannot help: " + _after(ctx)
         )
+        op = ctx.app.operation
+        if op is not None and syncfailures.retrying(op):
+            message += syncfailures.after_failure(ctx.app)
+        else:
+            message += "Every sync of it fails this way, and selfHeal cannot help: " + _after(ctx)
     else:
         message += (
             " A sync patches the object and the server answers 422 Invalid; nothing of it is "
