@@ -62,6 +62,8 @@ def _causes(ctx: rules.Context, drift: model.Drift) -> Iterator[Cause]:
     named = [e.path for e in said if check is None or len(e.path) > 1]
     roots: dict[model.FieldPath, model.FieldPath] = {}
     for change in drift.changes:
+        if (key.group, key.kind) == ("apps", "StatefulSet") and _server_filled_claim(change):
+            continue
         root = check(change.path, live, desired) if check is not None else None
         if root is None:
             root = next((p for p in named if change.path[: len(p)] == p), None)
@@ -149,27 +151,36 @@ def _statefulset(
 ) -> model.FieldPath | None:
     if len(path) < 2 or path[0] != "spec" or path[1] in _STS_MUTABLE:
         return None
-    if path[1] == "volumeClaimTemplates" and _same_claims(live, desired):
-        return None  # only what the server fills into each claim: not git's change
-    return ("spec", path[1])
+    return ("spec", str(path[1]))
 
 
-def _same_claims(live: Mapping[str, Any], desired: Mapping[str, Any]) -> bool:
-    def strip(body: Mapping[str, Any]) -> list[Any]:
-        items = (body.get("spec") or {}).get("volumeClaimTemplates") or []
-        out = []
-        for item in items if isinstance(items, list) else []:
-            if not isinstance(item, Mapping):
-                out.append(item)
-                continue
-            kept = {k: v for k, v in item.items() if k not in _SERVER_FILLED_CLAIM}
-            meta = kept.get("metadata")
-            if isinstance(meta, Mapping):
-                kept["metadata"] = {k: v for k, v in meta.items() if k != "creationTimestamp"}
-            out.append(kept)
-        return out
+def _server_filled_claim(change: model.Change) -> bool:
+    """A StatefulSet claim-template difference that is only what the server fills into each
+    claim (apiVersion, kind, status, a null creationTimestamp): server-filled's, not git's."""
+    path = change.path
+    if path[:2] != ("spec", "volumeClaimTemplates"):
+        return False
+    if len(path) == 2:
+        return _claims(change.desired) == _claims(change.live)
+    if len(path) == 3:
+        return _claims([change.desired]) == _claims([change.live])
+    if path[3] in _SERVER_FILLED_CLAIM:
+        return True
+    return path[3:5] == ("metadata", "creationTimestamp")
 
-    return strip(live) == strip(desired)
+
+def _claims(items: Any) -> list[Any]:
+    out = []
+    for item in items if isinstance(items, list) else []:
+        if not isinstance(item, Mapping):
+            out.append(item)
+            continue
+        kept = {k: v for k, v in item.items() if k not in _SERVER_FILLED_CLAIM}
+        meta = kept.get("metadata")
+        if isinstance(meta, Mapping):
+            kept["metadata"] = {k: v for k, v in meta.items() if k != "creationTimestamp"}
+        out.append(kept)
+    return out
 
 
 _JOB_IMMUTABLE = ("selector", "completionMode", "podFailurePolicy", "backoffLimitPerIndex")
