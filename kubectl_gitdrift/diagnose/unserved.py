@@ -181,13 +181,13 @@ def fixes_for(
         f"{key.short()} is created once the kind is served"
     )
     install = model.Remedy(
-        model.RemedyKind.REVERT,
+        model.RemedyKind.RESOLVE,
         f"Install the CRD first ({crd})",
         steps=tuple(steps),
         commands=(f"kubectl get crd {crd}", f"argocd app sync {name} --resource {flag}"),
     )
     skip = model.Remedy(
-        model.RemedyKind.REVERT,
+        model.RemedyKind.RESOLVE,
         f"Let the sync wait for the CRD (SkipDryRunOnMissingResource=true on {key.short()})",
         steps=(
             (

@@ -74,4 +74,3 @@ def check(ctx: RuleContext) -> Iterator[Finding]:
         },
         hint=f"argocd app sync {ctx.app.name}",
     )
-
