@@ -146,6 +146,8 @@ def _operation(raw: Mapping[str, Any]) -> model.OperationState | None:
     sync = _map(operation.get("sync"))
     result = _map(raw.get("syncResult"))
     revisions = result.get("revisions") or [result.get("revision") or sync.get("revision")]
+    retry = _map(operation.get("retry"))
+    limit = retry.get("limit")
     return model.OperationState(
         phase=str(raw.get("phase") or ""),
         message=str(raw.get("message") or ""),
@@ -154,7 +156,36 @@ def _operation(raw: Mapping[str, Any]) -> model.OperationState | None:
         finished_at=str(raw.get("finishedAt") or ""),
         automated=bool(_map(operation.get("initiatedBy")).get("automated")),
         auto_heal_attempts=int(sync.get("autoHealAttemptsCount") or 0),
+        resources=tuple(_resource_result(r) for r in _list(result.get("resources"))),
+        retry_count=_int(raw.get("retryCount")),
+        retry_limit=_int(limit) if limit is not None else None,
     )
+
+
+def _resource_result(raw: Mapping[str, Any]) -> model.ResourceResult:
+    """One `syncResult.resources[]` entry (Argo CD's ResourceResult)."""
+    return model.ResourceResult(
+        group=str(raw.get("group") or ""),
+        kind=str(raw.get("kind") or ""),
+        namespace=str(raw.get("namespace") or ""),
+        name=str(raw.get("name") or ""),
+        status=str(raw.get("status") or ""),
+        message=str(raw.get("message") or ""),
+        hook_phase=str(raw.get("hookPhase") or ""),
+        sync_phase=str(raw.get("syncPhase") or ""),
+        hook_type=str(raw.get("hookType") or ""),
+    )
+
+
+def _list(value: Any) -> list[Mapping[str, Any]]:
+    return [v for v in value if isinstance(v, Mapping)] if isinstance(value, list) else []
+
+
+def _int(value: Any) -> int:
+    try:
+        return int(value or 0)
+    except (TypeError, ValueError):
+        return 0
 
 
 def ignore_rule(raw: Mapping[str, Any], *, origin: str, rule_id: str) -> model.IgnoreRule:

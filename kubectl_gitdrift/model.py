@@ -294,6 +294,25 @@ class HistoryEntry:
 
 
 @dataclass(frozen=True, slots=True)
+class ResourceResult:
+    """One resource's line of a sync's result (`status.operationState.syncResult.resources[]`)."""
+
+    group: str
+    kind: str
+    namespace: str
+    name: str
+    status: str = ""  # Synced | SyncFailed | Pruned | PruneSkipped
+    message: str = ""  # what the apply said, e.g. the API server's 422 text
+    hook_phase: str = ""  # Running | Succeeded | Failed | Error | Terminating
+    sync_phase: str = ""  # PreSync | Sync | PostSync | SyncFail
+    hook_type: str = ""  # set for hooks only
+
+    @property
+    def failed(self) -> bool:
+        return self.status == "SyncFailed"
+
+
+@dataclass(frozen=True, slots=True)
 class OperationState:
     phase: str  # Running | Failed | Error | Succeeded | Terminating
     message: str = ""
@@ -302,6 +321,20 @@ class OperationState:
     finished_at: str = ""
     automated: bool = False
     auto_heal_attempts: int = 0
+    resources: tuple[ResourceResult, ...] = ()  # syncResult.resources, in Argo CD's order
+    retry_count: int = 0  # how often the operation was retried (operation.retry.limit bounds it)
+    retry_limit: int | None = None  # operation.retry.limit, when recorded
+
+    def result_for(self, key: ObjectKey) -> ResourceResult | None:
+        """The sync's result for one object (hooks aside), when the sync reached it."""
+        for result in self.resources:
+            if result.hook_type:
+                continue
+            if (result.group, result.kind, result.name) != (key.group, key.kind, key.name):
+                continue
+            if not result.namespace or not key.namespace or result.namespace == key.namespace:
+                return result
+        return None
 
 
 @dataclass(frozen=True, slots=True)

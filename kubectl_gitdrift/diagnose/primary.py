@@ -17,9 +17,11 @@ from kubectl_gitdrift.diagnose import (
     admission,
     deleting,
     ignore_unmatched,
+    immutable,
     nondeterminism,
     rules,
     server_filled,
+    unserved,
 )
 from kubectl_gitdrift.diagnose.causes import Cause, CauseKey
 
@@ -31,6 +33,8 @@ DETECTORS: tuple[Detector, ...] = (
     nondeterminism.detect,  # nondeterministic-render
     server_filled.detect,  # server-filled (before admission: a broad webhook matches anything)
     admission.detect,  # admission-mutation
+    immutable.detect,  # immutable-field (after server-filled: what only the server set)
+    unserved.detect,  # crd-missing: a Missing object whose kind nobody serves
 )
 """Most specific first; each detector is one module of diagnose/ (see docs/diagnosis.md)."""
 

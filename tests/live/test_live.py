@@ -386,6 +386,12 @@ def test_kind_without_crd_counts_as_missing(
     assert resource(report, "Widget")["status"] == "Missing"
     assert any("Widget.example.com is not served" in n for n in report["applications"][0]["notes"])
     assert not incident.requests_for(resource="widgets")
+    # the cause is the missing CRD (from discovery), not "a sync creates it"
+    findings = report["applications"][0]["findings"]
+    (finding,) = [f for f in findings if f["resource"] and f["resource"]["kind"] == "Widget"]
+    assert finding["code"] == "crd-missing"
+    assert finding["evidence"]["crd"] == "widgets.example.com"
+    assert "not served" in finding["evidence"]["discovery"]
 
 
 def test_kind_listing_404_counts_as_empty(

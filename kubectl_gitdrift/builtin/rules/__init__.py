@@ -12,7 +12,11 @@ the evidence it rests on (rule -> module -> codes):
 - builtin/sync-policy (sync_policy): selfheal-disabled, automated-sync-disabled, prune-irrelevant
 - builtin/self-heal (self_heal): selfheal-backoff (self-heal is on and waiting out its backoff)
 - builtin/last-sync-failed (last_sync_failed): last-sync-failed (automated sync does not retry
-  that revision)
+  that revision; Argo CD's message per resource)
+- builtin/immutable-field (immutable_field): immutable-field (git changes a field the server
+  refuses to change: every sync fails)
+- builtin/crd-missing (crd_missing): crd-missing (git has a kind the cluster does not serve:
+  every sync fails)
 - builtin/sync-windows (sync_windows): sync-window-closed (an AppProject window blocks
   automated sync now)
 - builtin/ignored-but-overwritten (ignored_but_overwritten): ignored-but-overwritten (any sync
@@ -43,10 +47,12 @@ from __future__ import annotations
 from kubectl_gitdrift.builtin.rules import (
     admission_mutation,
     controller_rbac,
+    crd_missing,
     field_fight,
     git_ahead,
     ignore_rule_unmatched,
     ignored_but_overwritten,
+    immutable_field,
     last_sync_failed,
     manual_drift,
     missing_extraneous,
@@ -69,6 +75,8 @@ RULES = (
     self_heal,
     git_ahead,
     last_sync_failed,
+    immutable_field,
+    crd_missing,
     sync_windows,
     ignored_but_overwritten,
     tracking,

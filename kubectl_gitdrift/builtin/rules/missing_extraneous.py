@@ -21,6 +21,8 @@ DOC = "Objects git has that the cluster lacks, and tracked objects git no longer
 
 def check(ctx: RuleContext) -> Iterator[Finding]:
     for drift in ctx.drifts:
+        if explained(ctx, drift.key, None):
+            continue  # a specific cause (crd-missing, ...) tells why and what to do
         if drift.status is ResourceStatus.MISSING:
             clue = clue_for(ctx, drift.key, ())
             evidence: dict[str, Any] = {"origin": drift.origin}
