@@ -134,7 +134,25 @@ def without_run_context(doc: dict[str, Any]) -> dict[str, Any]:
     return {**doc, "applications": apps} if "applications" in doc else dict(doc)
 
 
-_CONTEXT_FLAGS = re.compile(r" --(?:snapshot|repo-root|kubeconfig|context) \S+")
+_CONTEXT_FLAGS = re.compile(r" --(?:snapshot|repo-root|kubeconfig|context) [^\s\"]+")
+
+
+def text_without_run_context(text: str) -> str:
+    """Text or JSON output with the context flags taken out of its suggested gitdrift
+    commands: what two runs of one state through different paths (a clone and a bare one,
+    live and a snapshot) differ in."""
+    return "".join(
+        _CONTEXT_FLAGS.sub("", line) if "kubectl gitdrift " in line else line
+        for line in text.splitlines(keepends=True)
+    )
+
+
+def context_shown(text: str, **paths: object) -> str:
+    """Output for a golden file: each path given (repo_root=..., kubeconfig=...) shown as
+    `${REPO_ROOT}`, `${KUBECONFIG}`, ..., as the suggested commands repeat them."""
+    for name, path in sorted(paths.items(), key=lambda kv: -len(str(kv[1]))):
+        text = text.replace(str(path), "${" + name.upper() + "}")
+    return text
 
 
 @pytest.fixture(autouse=True)

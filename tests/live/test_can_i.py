@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from kubectl_gitdrift.errors import ExitCode
-from tests.conftest import TESTDATA, Golden, Result, Runner
+from tests.conftest import TESTDATA, Golden, Result, Runner, context_shown
 from tests.live.test_live import incident_objects, live_args
 from tests.support.apiserver import (
     AccessRule,
@@ -176,7 +176,8 @@ def test_can_i_is_answered_by_subject_access_review(
 
     text = run_cli(live_args(server, repo))
     assert text.exit_code == ExitCode.DRIFT
-    golden.check(GOLDEN / "expected.txt", text.stdout)
+    shown = context_shown(text.stdout, repo_root=repo, kubeconfig=server.kubeconfig_path)
+    golden.check(GOLDEN / "expected.txt", shown)
 
 
 def test_a_webhook_authorizer_decides_over_the_rbac_objects(

@@ -21,7 +21,14 @@ import yaml
 from kubectl_gitdrift import __version__
 from kubectl_gitdrift.errors import ExitCode
 from kubectl_gitdrift.run import workflow
-from tests.conftest import FAST_RETRIES, TESTDATA, Result, Runner, without_run_context
+from tests.conftest import (
+    FAST_RETRIES,
+    TESTDATA,
+    Result,
+    Runner,
+    text_without_run_context,
+    without_run_context,
+)
 from tests.support.apiserver import (
     AccessRule,
     Identity,
@@ -135,7 +142,7 @@ def test_live_report_equals_offline_on_snapshot_and_on_its_export(
     text_live = run_cli(live_args(incident, repo))
     text_replay = run_cli(offline_args(export, repo))
     # the snapshot holds the RBAC objects: offline, they answer what the server answered live
-    assert text_live.stdout == (
+    assert text_without_run_context(text_live.stdout) == text_without_run_context(
         text_replay.stdout + "\nNOTES\n- controller permissions: SubjectAccessReview\n"
     )
     assert_read_only_lists(incident)

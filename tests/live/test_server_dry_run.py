@@ -310,7 +310,10 @@ def test_reports_match_the_golden_files(
         result = run(run_cli, server, path, app, "--server-dry-run", "-o", fmt)
         assert result.exit_code == ExitCode.DRIFT, result.stderr
         assert "127.0.0.1" not in result.stdout  # nothing of the test server's address
-        golden.check(GOLDEN / app / name, result.stdout)
+        shown = conftest.context_shown(
+            result.stdout, repo_root=path, kubeconfig=server.kubeconfig_path
+        )
+        golden.check(GOLDEN / app / name, shown)
 
 
 # ---------------------------------------------------------------------------- refusals

@@ -52,7 +52,11 @@ def check(ctx: RuleContext) -> Iterator[Finding]:
         else:
             after = (
                 f"A sync writes git's value back and {writer or 'a controller'} changes it again"
-                + (", so selfHeal re-syncs without end" if ctx.app.sync_policy.self_heal else "")
+                + (
+                    ", so selfHeal re-syncs without end"
+                    if ctx.app.sync_policy.self_heal
+                    else " (selfHeal, if turned on, would re-sync without end)"
+                )
                 + ": the corrected rule is the fix"
             )
         yield Finding(
