@@ -213,6 +213,37 @@ def test_require_object_accepts_a_full_object() -> None:
     )
 
 
+@pytest.mark.parametrize(
+    "doc",
+    [
+        {"apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization"},
+        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"labels": {"a": "b"}}},
+    ],
+)
+def test_require_object_unnamed_accepts_no_name(doc: dict[str, object]) -> None:
+    yamlio.require_object(doc, "f.yaml", 1, unnamed=True)
+
+
+@pytest.mark.parametrize(
+    ("doc", "message"),
+    [
+        ({"apiVersion": "v1", "metadata": {}}, "f.yaml: document 1: kind missing"),
+        (
+            {"apiVersion": "v1", "kind": "Pod", "metadata": "x"},
+            "f.yaml: document 1: Pod: metadata missing (got a string)",
+        ),
+        (
+            {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": 3}},
+            "f.yaml: document 1: Pod: metadata.name missing (got a number)",
+        ),
+    ],
+)
+def test_require_object_unnamed_still_checks_the_rest(doc: dict[str, object], message: str) -> None:
+    with pytest.raises(SourceError) as info:
+        yamlio.require_object(doc, "f.yaml", 1, unnamed=True)
+    assert info.value.message == message
+
+
 def test_load_any_allows_json_patch_lists() -> None:
     text = "- op: replace\n  path: /spec/replicas\n  value: 4\n---\n"
     assert yamlio.load_any(text, "p.yaml") == [

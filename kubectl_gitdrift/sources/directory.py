@@ -14,6 +14,12 @@ a bad file that looks like a manifest. JSON files get no such leniency: Argo CD 
 object without `kind` as a manifest (3.1+ reads it as a possible OCI image manifest, then appends
 it anyway), and the controller then fails the whole comparison ("Object 'Kind' is missing"), so
 here it is an error naming the file (exclude it with `directory.exclude`).
+
+An object needs only a `kind` (Kubernetes' YAML-or-JSON decoder into an Unstructured): one with
+no metadata or no metadata.name is kept with an empty name, as Argo CD keeps it. That is what a
+`kustomization.yaml` with apiVersion and kind becomes under an explicit `directory:` block (or
+in a subfolder with `recurse`): Argo CD shows it Missing and a sync fails on it
+(builtin/missing-extraneous says so).
 """
 
 from __future__ import annotations
@@ -153,7 +159,7 @@ def _file_objects(data: bytes, repo_rel: str, is_json: bool) -> list[dict[str, A
             hint="leave the file out with spec.source.directory.exclude, or remove it",
         )
     try:
-        return yamlio.load_objects(data, repo_rel)
+        return yamlio.load_objects(data, repo_rel, unnamed=True)
     except SourceError:
         if not is_json and all(marker in data for marker in _MANIFEST_MARKERS):
             raise  # looks like a manifest: a broken one

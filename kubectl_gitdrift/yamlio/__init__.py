@@ -79,33 +79,47 @@ def require_object(
     *,
     item: int | None = None,
     error: type[GitDriftError] = SourceError,
+    unnamed: bool = False,
 ) -> None:
     """Raise unless `doc` has a non-empty string apiVersion, kind and metadata.name (or
     metadata.generateName: hooks such as `generateName: db-migrate-` are valid manifests; Argo CD
-    never compares them)."""
+    never compares them).
+
+    `unnamed`: an object without metadata (or without metadata.name) passes, as Argo CD's
+    directory reader keeps it (Kubernetes' YAML-or-JSON decoder into an Unstructured asks only
+    for `kind`): a `kustomization.yaml` read as a plain file. metadata that is there but no
+    mapping is still an error (the repo-server fails to set its tracking label on it)."""
     where = f"{name}: document {index}" + (f": items[{item}]" if item is not None else "")
     for field in ("apiVersion", "kind"):
         value = doc.get(field)
         if not isinstance(value, str) or not value:
             raise error(f"{where}: {field} missing" + _got(value))
     metadata = doc.get("metadata")
+    if unnamed and metadata is None:
+        return
     if not isinstance(metadata, Mapping):
         raise error(f"{where}: {doc['kind']}: metadata missing" + _got(metadata))
     obj_name = metadata.get("name")
     generate_name = metadata.get("generateName")
     if obj_name is None and isinstance(generate_name, str) and generate_name:
         return
+    if unnamed and obj_name is None:
+        return
     if not isinstance(obj_name, str) or not obj_name:
         raise error(f"{where}: {doc['kind']}: metadata.name missing" + _got(obj_name))
 
 
 def load_objects(
-    text: str | bytes, name: str, *, error: type[GitDriftError] = SourceError
+    text: str | bytes,
+    name: str,
+    *,
+    error: type[GitDriftError] = SourceError,
+    unnamed: bool = False,
 ) -> list[dict[str, Any]]:
     """`load_documents`, with `require_object` applied to each result (index = source document)."""
     out: list[dict[str, Any]] = []
     for index, doc, item in _indexed(text, name, error):
-        require_object(doc, name, index, item=item, error=error)
+        require_object(doc, name, index, item=item, error=error, unnamed=unnamed)
         out.append(doc)
     return out
 

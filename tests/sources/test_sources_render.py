@@ -355,6 +355,30 @@ def test_source_type_detection(repo: Repo, tmp_path: Path) -> None:
     assert all(not (m.origin or "").endswith("kustomization.yaml") for m in rendered.manifests)
 
 
+def test_directory_source_keeps_a_kustomization_file_with_kind(repo: Repo, tmp_path: Path) -> None:
+    # a kustomization.yaml with apiVersion and kind decodes as an object (Kubernetes' decoder
+    # asks only for kind): Argo CD's directory reader keeps it, with no name, beside the rest
+    write(
+        repo.root,
+        "plain/kustomization.yaml",
+        "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n- a.yaml\n",
+    )
+    app = make_app("plain", kind="directory")
+    rendered = render(app, repo.root, local=True, workdir=tmp_path / "w")
+    kept = [m for m in rendered.manifests if m.key.kind == "Kustomization"]
+    assert [(m.key.group, m.key.name, m.origin) for m in kept] == [
+        ("kustomize.config.k8s.io", "", "plain/kustomization.yaml")
+    ]
+    assert sorted(m.key.name for m in rendered.manifests) == ["", "a", "b", "c"]
+
+
+def test_directory_source_refuses_metadata_that_is_no_mapping(repo: Repo, tmp_path: Path) -> None:
+    # the repo-server fails to set its tracking label on such an object
+    write(repo.root, "plain/x.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: x\n")
+    with pytest.raises(SourceError, match=r"plain/x.yaml: document 1: ConfigMap: metadata missing"):
+        render(make_app("plain", kind="directory"), repo.root, local=True, workdir=tmp_path / "w")
+
+
 def test_multi_source_skips_ref_only_sources(repo: Repo, tmp_path: Path) -> None:
     url = "https://git.example.com/org/deploy.git"
     sources = (
