@@ -244,6 +244,44 @@ def test_require_object_unnamed_still_checks_the_rest(doc: dict[str, object], me
     assert info.value.message == message
 
 
+@pytest.mark.parametrize(
+    ("text", "noted"),
+    [
+        (
+            "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\ndata:\n  x: '1'\n  x: '2'\n",
+            ["document 1: line 6: duplicate key 'x'"],
+        ),
+        (
+            (
+                '{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a"},'
+                ' "data": {"x": "1", "x": "2"}}'
+            ),
+            ["document 1: duplicate key 'x'"],
+        ),
+    ],
+)
+def test_load_objects_keeps_the_last_of_a_duplicate_key(text: str, noted: list[str]) -> None:
+    # sigs.k8s.io/yaml (go-yaml v2) and encoding/json, as Argo CD reads directory sources
+    with pytest.raises(SourceError, match="duplicate key 'x'"):
+        yamlio.load_objects(text, "f.yaml")
+    duplicates: list[str] = []
+    (obj,) = yamlio.load_objects(text, "f.yaml", duplicates=duplicates)
+    assert obj["data"] == {"x": "2"}
+    assert duplicates == noted
+
+
+def test_duplicates_noted_per_document_with_file_lines() -> None:
+    text = "kind: A\nb: 1\nb: 2\n---\nkind: B\nc: {d: 1, d: 2}\nkind: C\n"
+    duplicates: list[str] = []
+    read = yamlload.load_yaml(text, "f.yaml", SourceError, duplicates=duplicates)
+    assert read == [{"kind": "A", "b": 2}, {"kind": "C", "c": {"d": 2}}]
+    assert duplicates == [
+        "document 1: line 3: duplicate key 'b'",
+        "document 2: line 6: duplicate key 'd'",
+        "document 2: line 7: duplicate key 'kind'",
+    ]
+
+
 def test_load_any_allows_json_patch_lists() -> None:
     text = "- op: replace\n  path: /spec/replicas\n  value: 4\n---\n"
     assert yamlio.load_any(text, "p.yaml") == [

@@ -68,6 +68,7 @@ class RenderedSource:
     revision: str  # commit sha, or "working tree"
     tree: Path  # the exported tree (or the working tree with local=True)
     varying: tuple[VaryingRender, ...] = ()  # where it renders differently each time (helm)
+    notes: tuple[str, ...] = ()  # what its renderer noted (a duplicate key in a manifest)
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,6 +85,11 @@ class Rendered:
     def varying(self) -> tuple[VaryingRender, ...]:
         """Where the sources render differently on every render (sources/nondeterminism.py)."""
         return tuple(v for s in self.sources for v in s.varying)
+
+    @property
+    def notes(self) -> tuple[str, ...]:
+        """What the sources' renderers noted, for the report's notes."""
+        return tuple(n for s in self.sources for n in s.notes)
 
 
 @dataclass(frozen=True, slots=True)
@@ -439,7 +445,8 @@ def _render_source(
     )
     objs = RENDERERS[kind].render(ctx)
     varying = nondeterminism.examine(ctx, objs, RENDERERS[kind].render) if kind == "helm" else ()
-    return RenderedSource(index, source.repo_url, path, kind, sha, tree, varying), objs
+    notes = tuple(ctx.notes)
+    return RenderedSource(index, source.repo_url, path, kind, sha, tree, varying, notes), objs
 
 
 def _render_chart(
