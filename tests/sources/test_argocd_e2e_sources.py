@@ -166,14 +166,31 @@ def test_yaml_that_is_not_a_manifest_is_skipped(tmp_path: Path, name: str, text:
         ("- apiVersion: v1\n  kind: ConfigMap\n  metadata: {name: x}\n", "mapping expected"),
         # a bad document after a good one: an error
         ("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n---\nfoo: bar\n", "document 2"),
-        # a manifest with kind whose name is missing: an error
-        ("apiVersion: v1\nkind: ConfigMap\nmetadata: {}\n", "metadata.name missing"),
+        # metadata that is no mapping: the repo-server cannot label it (one with no name is
+        # kept: test_an_object_without_a_name_is_kept)
+        ("apiVersion: v1\nkind: ConfigMap\nmetadata: x\n", "metadata missing"),
     ],
 )
 def test_broken_manifests_are_still_errors(tmp_path: Path, text: str, message: str) -> None:
     write(tmp_path, "app/x.yaml", text)
     with pytest.raises(SourceError, match=message):
         directory.collect(tmp_path, "app", {})
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {}\n",
+        "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources: []\n",
+    ],
+)
+def test_an_object_without_a_name_is_kept(tmp_path: Path, text: str) -> None:
+    # Kubernetes' decoder into an Unstructured asks only for kind; Argo CD keeps the object with
+    # an empty name (and shows it Missing)
+    write(tmp_path, "app/x.yaml", text)
+    assert [(m.key.name, m.origin) for m in directory.collect(tmp_path, "app", {})] == [
+        ("", "app/x.yaml")
+    ]
 
 
 @pytest.mark.parametrize("text", ['{"name": "x", "version": "1.0.0"}', "", "{}"])
@@ -673,3 +690,4 @@ def test_offline_refuses_what_kustomize_would_download(tmp_path: Path) -> None:
             tmp_path, "charts", {}, workdir=tmp_path / "w", offline=True,
             build_options=["--enable-helm"],
         )  # fmt: skip
+
