@@ -691,3 +691,26 @@ def test_offline_refuses_what_kustomize_would_download(tmp_path: Path) -> None:
             build_options=["--enable-helm"],
         )  # fmt: skip
 
+
+def test_helm_charts_without_enable_helm_fail_so_before_offline(tmp_path: Path) -> None:
+    # kustomize refuses helmCharts before it downloads the chart: --offline must not be what
+    # the user is told first (its hint, "run without --offline", only leads to this failure)
+    tree = tmp_path / "tree"
+    write(
+        tree,
+        "app/kustomization.yaml",
+        "helmCharts:\n- name: grafana\n  repo: https://grafana.github.io/helm-charts\n"
+        "  version: 8.5.0\n",
+    )
+    with pytest.raises(SourceError) as err:
+        kustomize.build(tree, "app", {}, workdir=tmp_path / "w", offline=True)
+    assert err.value.message == (
+        "kustomize build app: app/kustomization.yaml: helmCharts grafana: kustomize inflates "
+        "helm charts only with --enable-helm, and Argo CD's build fails the same way: must "
+        "specify --enable-helm"
+    )
+    assert "`kustomize.buildOptions: --enable-helm` to argocd-cm" in (err.value.hint or "")
+    with pytest.raises(SourceError, match="--offline, but kustomize would download"):
+        kustomize.build(
+            tree, "app", {}, workdir=tmp_path / "w", offline=True, build_options=["--enable-helm"]
+        )
