@@ -329,16 +329,22 @@ gateway:
         # helm 4's schema check: the line ending in a colon, then the chart and its problems
         (
             SCHEMA_FAILURE,
-            "values don't meet the specifications of the schema(s) in the following chart(s): "
-            "gateway: - at '/replicaCount': got string, want integer; - at '': additional "
-            "properties 'name' not allowed",
+            (
+                "values don't meet the specifications of the schema(s) in the following chart(s): "
+                "gateway: - at '/replicaCount': got string, want integer; - at '': additional "
+                "properties 'name' not allowed"
+            ),
         ),
         (
-            b"Error: YAML parse error on shop/templates/a.yaml: error converting YAML to JSON: "
-            b"yaml: line 3: did not find expected key\n"
-            b"Use --debug flag to render out invalid YAML\n",
-            "YAML parse error on shop/templates/a.yaml: error converting YAML to JSON: yaml: "
-            "line 3: did not find expected key",
+            (
+                b"Error: YAML parse error on shop/templates/a.yaml: error converting YAML to JSON: "
+                b"yaml: line 3: did not find expected key\n"
+                b"Use --debug flag to render out invalid YAML\n"
+            ),
+            (
+                "YAML parse error on shop/templates/a.yaml: error converting YAML to JSON: yaml: "
+                "line 3: did not find expected key"
+            ),
         ),
         (b"WARNING: x\nsomething broke\n", "something broke"),
         (b"", "no error output"),
