@@ -213,6 +213,75 @@ def test_require_object_accepts_a_full_object() -> None:
     )
 
 
+@pytest.mark.parametrize(
+    "doc",
+    [
+        {"apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization"},
+        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"labels": {"a": "b"}}},
+    ],
+)
+def test_require_object_unnamed_accepts_no_name(doc: dict[str, object]) -> None:
+    yamlio.require_object(doc, "f.yaml", 1, unnamed=True)
+
+
+@pytest.mark.parametrize(
+    ("doc", "message"),
+    [
+        ({"apiVersion": "v1", "metadata": {}}, "f.yaml: document 1: kind missing"),
+        (
+            {"apiVersion": "v1", "kind": "Pod", "metadata": "x"},
+            "f.yaml: document 1: Pod: metadata missing (got a string)",
+        ),
+        (
+            {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": 3}},
+            "f.yaml: document 1: Pod: metadata.name missing (got a number)",
+        ),
+    ],
+)
+def test_require_object_unnamed_still_checks_the_rest(doc: dict[str, object], message: str) -> None:
+    with pytest.raises(SourceError) as info:
+        yamlio.require_object(doc, "f.yaml", 1, unnamed=True)
+    assert info.value.message == message
+
+
+@pytest.mark.parametrize(
+    ("text", "noted"),
+    [
+        (
+            "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\ndata:\n  x: '1'\n  x: '2'\n",
+            ["document 1: line 6: duplicate key 'x'"],
+        ),
+        (
+            (
+                '{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a"},'
+                ' "data": {"x": "1", "x": "2"}}'
+            ),
+            ["document 1: duplicate key 'x'"],
+        ),
+    ],
+)
+def test_load_objects_keeps_the_last_of_a_duplicate_key(text: str, noted: list[str]) -> None:
+    # sigs.k8s.io/yaml (go-yaml v2) and encoding/json, as Argo CD reads directory sources
+    with pytest.raises(SourceError, match="duplicate key 'x'"):
+        yamlio.load_objects(text, "f.yaml")
+    duplicates: list[str] = []
+    (obj,) = yamlio.load_objects(text, "f.yaml", duplicates=duplicates)
+    assert obj["data"] == {"x": "2"}
+    assert duplicates == noted
+
+
+def test_duplicates_noted_per_document_with_file_lines() -> None:
+    text = "kind: A\nb: 1\nb: 2\n---\nkind: B\nc: {d: 1, d: 2}\nkind: C\n"
+    duplicates: list[str] = []
+    read = yamlload.load_yaml(text, "f.yaml", SourceError, duplicates=duplicates)
+    assert read == [{"kind": "A", "b": 2}, {"kind": "C", "c": {"d": 2}}]
+    assert duplicates == [
+        "document 1: line 3: duplicate key 'b'",
+        "document 2: line 6: duplicate key 'd'",
+        "document 2: line 7: duplicate key 'kind'",
+    ]
+
+
 def test_load_any_allows_json_patch_lists() -> None:
     text = "- op: replace\n  path: /spec/replicas\n  value: 4\n---\n"
     assert yamlio.load_any(text, "p.yaml") == [

@@ -77,7 +77,9 @@ def recommend(
     revertable = _fitting(drifts, causes, "revertable")
     to_adopt = [d for d in adoptable if d.status is model.ResourceStatus.OUT_OF_SYNC and d.changes]
     modified = [d for d in revertable if d.status is model.ResourceStatus.OUT_OF_SYNC and d.changes]
-    missing = [d for d in revertable if d.status is model.ResourceStatus.MISSING]
+    # an object git renders without a name (a kustomization.yaml read as a manifest) is one
+    # Argo CD's sync fails on: no sync is offered for it
+    missing = [d for d in revertable if d.status is model.ResourceStatus.MISSING and d.key.name]
     extraneous = [d for d in revertable if d.status is model.ResourceStatus.EXTRANEOUS]
     codes = {f.code for f in findings}
     cause_fixes = _cause_fixes(causes)

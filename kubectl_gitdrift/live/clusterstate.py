@@ -5,6 +5,7 @@ Read from a cluster (from_live) or a snapshot (snapshot.load), Secret values alr
 
 from __future__ import annotations
 
+import functools
 import operator
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -64,13 +65,36 @@ class ClusterState:
         return sorted(names)
 
     def scope(self, group: str, kind: str) -> bool | None:
-        """Namespaced or not, from the recorded discovery; the built-in table otherwise."""
+        """Namespaced or not, from the recorded discovery, else from a live
+        CustomResourceDefinition's spec.scope (a plain `kubectl get -o yaml` List records no
+        discovery: its CRDs say it, as the API server's discovery derives it from them, and
+        Argo CD's cluster cache knows it), else from the built-in table."""
         if self.capture is not None:
             for row in self.capture.api_resources:
                 gv = str(row.get("apiVersion") or "")
                 if row.get("kind") == kind and gv.rpartition("/")[0] == group:
                     return bool(row.get("namespaced"))
+        crd_scope = self._crd_scopes.get((group, kind))
+        if crd_scope is not None:
+            return crd_scope
         return tracking.default_scope(group, kind)
+
+    @functools.cached_property
+    def _crd_scopes(self) -> dict[tuple[str, str], bool]:
+        """(group, kind) → namespaced, from the live CustomResourceDefinitions' spec.scope."""
+        out: dict[tuple[str, str], bool] = {}
+        for manifest in self.objects:
+            if manifest.key.group_kind != _CRD:
+                continue
+            spec = manifest.body.get("spec")
+            if not isinstance(spec, Mapping):
+                continue
+            names = spec.get("names")
+            kind = names.get("kind") if isinstance(names, Mapping) else None
+            scope = spec.get("scope")
+            if isinstance(kind, str) and scope in ("Namespaced", "Cluster"):
+                out[(str(spec.get("group") or ""), kind)] = scope == "Namespaced"
+        return out
 
     def redact_desired(self, manifests: Sequence[model.Manifest]) -> list[model.Manifest]:
         """Fingerprint the values of desired Secrets with this state's key (no-op without)."""
@@ -116,6 +140,8 @@ def from_documents(
         reviews,
     )
 
+
+_CRD = "apiextensions.k8s.io/CustomResourceDefinition"
 
 _KEY_ORDER = operator.attrgetter("group", "kind", "namespace", "name")
 """ObjectKey's own order (its fields in turn) as a tuple per key: sorting 10,000 keys with

@@ -742,11 +742,12 @@ def _helm_source(
 def _notes_for(
     app: model.Application, rendered: source_render.Rendered, state: clusterstate.ClusterState
 ) -> list[str]:
-    """The state's notes, and what could not be read in this app's namespaces (or cluster-wide)
-    that is not one of its desired objects (those are reported as Unknown)."""
+    """The state's notes, the render's (a duplicate key in a manifest), and what could not be
+    read in this app's namespaces (or cluster-wide) that is not one of its desired objects
+    (those are reported as Unknown)."""
     namespaces = {app.dest_namespace, *(m.key.namespace for m in rendered.manifests)}
     desired = {(m.key.group, m.key.kind) for m in rendered.manifests}
-    notes = list(state.notes)
+    notes = [*state.notes, *rendered.notes]
     for key, reason in state.unreadable:
         if (key.group, key.kind) in desired:
             continue

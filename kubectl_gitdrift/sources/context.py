@@ -47,6 +47,8 @@ class RenderContext:
     origins: bool = True  # objects name the file that defines them (not for a pulled chart)
     jsonnet: FilesRenderer | None = None  # evaluates `*.jsonnet` (None: jsonnet.enable false)
     files: tuple[Path, ...] = ()  # for a FilesRenderer: the files of the source to render
+    notes: list[str] = field(default_factory=list, compare=False)  # what the renderer tells (it
+    # appends: a duplicate key kept at its last value); a render that notes is not cached
 
     @property
     def app_dir(self) -> Path:

@@ -14,6 +14,12 @@ a bad file that looks like a manifest. JSON files get no such leniency: Argo CD 
 object without `kind` as a manifest (3.1+ reads it as a possible OCI image manifest, then appends
 it anyway), and the controller then fails the whole comparison ("Object 'Kind' is missing"), so
 here it is an error naming the file (exclude it with `directory.exclude`).
+
+An object needs only a `kind` (Kubernetes' YAML-or-JSON decoder into an Unstructured): one with
+no metadata or no metadata.name is kept with an empty name, as Argo CD keeps it. That is what a
+`kustomization.yaml` with apiVersion and kind becomes under an explicit `directory:` block (or
+in a subfolder with `recurse`): Argo CD shows it Missing and a sync fails on it
+(builtin/missing-extraneous says so).
 """
 
 from __future__ import annotations
@@ -55,9 +61,14 @@ class Directory:
             hit = cache.get(key)
             if hit is not None:
                 return hit
-        objs = collect(ctx.tree, ctx.path, ctx.options, ctx.env, jsonnet=_jsonnet(ctx))
+        noted = len(ctx.notes)
+        objs = collect(
+            ctx.tree, ctx.path, ctx.options, ctx.env, jsonnet=_jsonnet(ctx), notes=ctx.notes
+        )
         recurse = bool(ctx.options.get("recurse"))
-        if key is not None and cache is not None and not (jsonnet and _has_jsonnet(ctx, recurse)):
+        noting = len(ctx.notes) != noted  # told each run: not stored
+        evaluated = jsonnet and _has_jsonnet(ctx, recurse)
+        if key is not None and cache is not None and not noting and not evaluated:
             cache.put(key, objs)
         return objs
 
@@ -69,12 +80,14 @@ def collect(
     env: Mapping[str, str] | None = None,
     *,
     jsonnet: EvaluateJsonnet | None = None,
+    notes: list[str] | None = None,
 ) -> list[Manifest]:
     """The objects of the directory source at `tree/app_path`, origin = repo-relative file path.
 
     `env` is Argo CD's build environment, substituted into jsonnet extVars and TLAs. `jsonnet`
     evaluates the `*.jsonnet` files (the Directory renderer passes its context's jsonnet
-    renderer); without it (argocd-cm `jsonnet.enable: "false"`), jsonnet files are skipped."""
+    renderer); without it (argocd-cm `jsonnet.enable: "false"`), jsonnet files are skipped.
+    `notes`: where a duplicate mapping key was kept at its last value (one line each)."""
     options = options or {}
     display = app_path.strip("/") or "."
     app_dir = tree / app_path if display != "." else tree
@@ -113,7 +126,7 @@ def collect(
         parts.append(
             [
                 Manifest(key=ObjectKey.of(body), body=body, origin=repo_rel)
-                for body in _file_objects(data, repo_rel, path.name.endswith(".json"))
+                for body in _file_objects(data, repo_rel, path.name.endswith(".json"), notes)
             ]
         )
     files = [part for part in parts if isinstance(part, Path)]
@@ -145,15 +158,19 @@ def _has_jsonnet(ctx: RenderContext, recurse: bool) -> bool:
     return False
 
 
-def _file_objects(data: bytes, repo_rel: str, is_json: bool) -> list[dict[str, Any]]:
-    """The objects of one file, or none for a YAML/JSON file that is not a manifest."""
+def _file_objects(
+    data: bytes, repo_rel: str, is_json: bool, notes: list[str] | None = None
+) -> list[dict[str, Any]]:
+    """The objects of one file, or none for a YAML/JSON file that is not a manifest. A key
+    given twice keeps its last value, as in Argo CD, and is noted in `notes`."""
     if is_json and not data.strip():
         raise SourceError(
             f"{repo_rel}: empty JSON file: Argo CD fails to unmarshal it (EOF)",
             hint="leave the file out with spec.source.directory.exclude, or remove it",
         )
+    duplicates: list[str] = []
     try:
-        return yamlio.load_objects(data, repo_rel)
+        objs = yamlio.load_objects(data, repo_rel, unnamed=True, duplicates=duplicates)
     except SourceError:
         if not is_json and all(marker in data for marker in _MANIFEST_MARKERS):
             raise  # looks like a manifest: a broken one
@@ -176,6 +193,12 @@ def _file_objects(data: bytes, repo_rel: str, is_json: bool) -> list[dict[str, A
                 "of the source path",
             ) from None
         return []
+    if notes is not None:
+        notes.extend(
+            f"{repo_rel}: {where}: the last value is used, as Argo CD's decoder keeps it"
+            for where in duplicates
+        )
+    return objs
 
 
 def _decodes(doc: Any) -> bool:

@@ -183,11 +183,16 @@ def export_tree(repo_root: Path, rev: str, dest: Path) -> str:
     ):
         request.write(b"".join(obj.encode("ascii") + b"\n" for _, obj, _ in entries))
         request.seek(0)
-        _cat_file(top, request, response)
+        failure = _cat_file(top, request, response)
         response.seek(0)
         for mode, obj, path in entries:
             header = response.readline().split()
+            if header == [obj.encode("ascii"), b"missing"] or (failure and obj in failure):
+                raise _missing_blob(top, rev, str(path), obj, failure)
             if len(header) != 3 or header[0].decode("ascii") != obj:
+                if failure:
+                    detail = _last_line(failure.encode())
+                    raise SourceError(f"git cat-file in {top} failed: {detail}")
                 raise SourceError(f"git cat-file gave unexpected output for {path} at {rev}")
             data = response.read(int(header[2]))
             response.read(1)  # the newline after each object
@@ -223,7 +228,10 @@ def commit_touching(top: Path, sha: str, path: str) -> CommitInfo | None:
 # --------------------------------------------------------------------------- internals
 
 
-def _cat_file(top: Path, request: IO[bytes], response: IO[bytes]) -> None:
+def _cat_file(top: Path, request: IO[bytes], response: IO[bytes]) -> str:
+    """`git cat-file --batch` over the object ids in `request`, into `response`. Returns its
+    stderr when it failed ("could not fetch <id> from promisor remote": the caller names the
+    file), else ""."""
     env = git_env()
     try:
         proc = subprocess.run(
@@ -238,7 +246,49 @@ def _cat_file(top: Path, request: IO[bytes], response: IO[bytes]) -> None:
     except subprocess.TimeoutExpired:
         raise SourceError(f"git cat-file in {top} timed out after {GIT_TIMEOUT:g}s") from None
     if proc.returncode != 0:
-        raise SourceError(f"git cat-file in {top} failed: {_last_line(proc.stderr)}")
+        return proc.stderr.decode("utf-8", "replace") or "no error output"
+    return ""
+
+
+def _missing_blob(top: Path, rev: str, path: str, obj: str, failure: str) -> SourceError:
+    """Why the clone at `top` lacks the blob `obj` of `path` at `rev`, and what to do: a partial
+    clone (`--filter=blob:none`) reads blobs from its promisor remote when they are needed, which
+    fails offline or when the remote is gone; a shallow clone or a damaged object store lacks
+    them for good."""
+    where = f"{path} at {rev[:12] if _HEX.fullmatch(rev) else rev}: blob {obj[:12]} is not in {top}"
+    config = run_git(top, "config", "--get-regexp", r"^(remote\..*|extensions\.partialclone)$",
+                     check=False).stdout.decode("utf-8", "replace")  # fmt: skip
+    values = dict(line.split(" ", 1) for line in config.splitlines() if " " in line)
+    promisor = values.get("extensions.partialclone") or next(
+        (k.split(".")[1] for k, v in values.items() if k.endswith(".promisor") and v == "true"),
+        "",
+    )
+    if promisor:
+        filt = values.get(f"remote.{promisor}.partialclonefilter", "")
+        kind = f"a partial clone (--filter={filt})" if filt else "a partial clone"
+        url = values.get(f"remote.{promisor}.url", "")
+        lines = [ln.strip().removeprefix("fatal: ") for ln in failure.splitlines() if ln.strip()]
+        cause = lines[0] if lines else "git printed: missing"  # why git could not fetch it
+        if not url:  # gitdrift's own mirrors store no URL (sources/fetch.py): --offline
+            return SourceError(
+                f"{where}: {kind} without a URL for its promisor remote {promisor} ({cause})",
+                hint="run without --offline: gitdrift fetches the files of the commit it renders",
+            )
+        return SourceError(
+            f"{where}: {kind} fetches its files from the promisor remote {promisor} when they "
+            f"are read, and that failed ({cause})",
+            hint=f"run where {url} is reachable (git -C {top} show {rev}:{path} fetches this "
+            "one), or clone without --filter",
+        )
+    shallow = run_git(top, "rev-parse", "--is-shallow-repository", check=False).stdout
+    if shallow.strip() == b"true":
+        return SourceError(
+            f"{where}: a shallow clone", hint=f"git -C {top} fetch --unshallow, or clone in full"
+        )
+    return SourceError(
+        f"{where}: the clone's object store is incomplete (damaged, or an alternate is gone)",
+        hint=f"git -C {top} fsck shows what is missing; clone the repository again",
+    )
 
 
 def _safe_path(text: str, rev: str) -> PurePosixPath:

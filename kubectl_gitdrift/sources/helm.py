@@ -480,12 +480,24 @@ def _run(
     return proc.stdout
 
 
+_ERROR_DETAIL_MAX = 600
+_USE_DEBUG = "Use --debug flag to render out invalid YAML"  # after a parse error: not for us
+
+
 def _error_detail(stderr: bytes, chart_dir: Path, tree: Path, scratch: Path) -> str:
-    lines = [ln.strip() for ln in stderr.decode("utf-8", "replace").splitlines() if ln.strip()]
-    errors = [ln for ln in lines if ln.lower().startswith("error")]
-    if not (errors or lines):
+    """helm's error on one line: its last `Error: …` line with the lines after it (helm prints
+    the error last; a schema failure lists each problem under a line ending in a colon:
+    `… in the following chart(s): gateway: - at '': additional properties 'name' not
+    allowed; - at …`), warnings before it left out, the run's paths made relative."""
+    text = stderr.decode("utf-8", "replace")
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip() and ln.strip() != _USE_DEBUG]
+    if not lines:
         return "no error output"
-    line = (errors or lines)[-1]
+    starts = [i for i, ln in enumerate(lines) if ln.lower().startswith("error")]
+    line = ""
+    for part in lines[starts[-1] :] if starts else lines[-1:]:
+        joint = "; " if part.startswith("- ") and line and not line.endswith(":") else " "
+        line = f"{line}{joint}{part}" if line else part
     line = re.sub(r"^(?:Error|error):\s*", "", line)
     for path, shown in (
         (scratch / "values.yaml", "<inline values>"),
@@ -495,6 +507,8 @@ def _error_detail(stderr: bytes, chart_dir: Path, tree: Path, scratch: Path) -> 
         for prefix in {str(path), str(path.resolve())}:
             line = line.replace(prefix + "/", "" if shown == "." else shown + "/")
             line = line.replace(prefix, shown)
+    if len(line) > _ERROR_DETAIL_MAX:
+        line = line[: _ERROR_DETAIL_MAX - 1] + "…"
     return line
 
 

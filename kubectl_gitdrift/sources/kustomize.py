@@ -142,6 +142,15 @@ def build(
     )
     check_inside(tree, kdir)
     closure = Closure.walk(tree, tree_rel(kdir, tree) if kdir != tree else ".")
+    helm = _helm_enabled(build_options)
+    if closure.helm and not helm:
+        # kustomize refuses before it downloads anything: say that first, not --offline
+        raise SourceError(
+            f"kustomize build {display}: {closure.helm[0]}: kustomize inflates helm charts "
+            "only with --enable-helm, and Argo CD's build fails the same way: must specify "
+            "--enable-helm",
+            hint=ENABLE_HELM_HINT,
+        )
     if offline and closure.network:
         raise SourceError(
             f"kustomize build {display}: --offline, but kustomize would download "
@@ -149,7 +158,6 @@ def build(
             hint="run without --offline, or vendor the base or chart into the repository",
         )
     annotate = keep_origin or closure.objects <= limit
-    helm = _helm_enabled(build_options)
     copy: Path | None = None
     try:
         # with --enable-helm, kustomize pulls charts into the kustomization's chartHome: a copy
@@ -267,6 +275,12 @@ def _replace_file(path: Path, text: str) -> None:
     Path(tmp).replace(path)  # breaks any hard link to the user's file
 
 
+ENABLE_HELM_HINT = (
+    "add `kustomize.buildOptions: --enable-helm` to argocd-cm (Argo CD needs it too); gitdrift "
+    "reads it from the cluster's argocd-cm, or from the one in the --snapshot file"
+)
+
+
 def _helm_enabled(build_options: Sequence[str]) -> bool:
     """Argo CD's isHelmEnabled: `--enable-helm` anywhere in the build options."""
     return "--enable-helm" in " ".join(build_options)
@@ -328,10 +342,7 @@ def _run_build(
         detail = _error_detail(proc.stderr, root)
         hint = f"run: {tool} {display}"
         if "must specify --enable-helm" in detail:
-            hint = (
-                "helmCharts need `kustomize.buildOptions: --enable-helm` in argocd-cm, "
-                "as Argo CD needs it too"
-            )
+            hint = ENABLE_HELM_HINT
         raise SourceError(
             f"kustomize build {display} failed (exit {proc.returncode}): {detail}", hint=hint
         )

@@ -49,6 +49,7 @@ class Closure:
         self.objects = 0
         self.remote = False
         self.network: list[str] = []  # what kustomize would download: remote bases, chart repos
+        self.helm: list[str] = []  # helm charts inflated (`app/kustomization.yaml: helmCharts x`)
         self._index: dict[str, dict[str, set[str]]] | None = None
 
     @classmethod
@@ -95,6 +96,11 @@ class Closure:
                             out.objects += 1
                 if doc.get("helmCharts") or doc.get("helmChartInflationGenerator"):
                     out.remote = True
+                for field in ("helmCharts", "helmChartInflationGenerator"):
+                    for chart in doc.get(field) or ():
+                        if isinstance(chart, Mapping):
+                            name = chart.get("name") or chart.get("chartName") or "(no name)"
+                            out.helm.append(f"{rel}: {field} {name}")
                 for chart in doc.get("helmCharts") or ():
                     if isinstance(chart, Mapping) and chart.get("repo"):
                         out.network.append(

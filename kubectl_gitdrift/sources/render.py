@@ -73,6 +73,7 @@ class RenderedSource:
     env: Mapping[str, str] | None = None
     keys: frozenset[tuple[str, str, str]] = frozenset()  # (group, kind, name) of each object
     pulled: bool = False  # a chart pulled from a Helm repository or an OCI registry
+    notes: tuple[str, ...] = ()  # what its renderer noted (a duplicate key in a manifest)
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,6 +91,11 @@ class Rendered:
     def varying(self) -> tuple[VaryingRender, ...]:
         """Where the sources render differently on every render (sources/nondeterminism.py)."""
         return tuple(v for s in self.sources for v in s.varying)
+
+    @property
+    def notes(self) -> tuple[str, ...]:
+        """What the sources' renderers noted, for the report's notes."""
+        return tuple(n for s in self.sources for n in s.notes)
 
 
 @dataclass(frozen=True, slots=True)
@@ -448,7 +454,7 @@ def _render_source(
     varying = nondeterminism.examine(ctx, objs, RENDERERS[kind].render) if kind == "helm" else ()
     part = RenderedSource(
         index, source.repo_url, path, kind, sha, tree, varying, options=ctx.options, env=env,
-        keys=_keys(objs),
+        keys=_keys(objs), notes=tuple(ctx.notes),
     )  # fmt: skip
     return part, objs
 

@@ -2,7 +2,9 @@
 
 Used for everything read from git, kustomize output and snapshots. The input is bounded: a size
 limit, an alias limit and an alias *expansion* limit (billion laughs), a nesting limit, duplicate
-mapping keys rejected (kubectl rejects them too), and every document must be a mapping. Errors are
+mapping keys rejected (kubectl rejects them too; a directory source's files keep the last value
+instead, as Argo CD's decoder does: `load_objects(duplicates=...)`), and every document must be
+a mapping. Errors are
 one line that names the file and the 1-based document index (or line), e.g.
 ``overlays/prod/x.yaml: document 2: mapping expected, got a list``.
 
@@ -79,33 +81,53 @@ def require_object(
     *,
     item: int | None = None,
     error: type[GitDriftError] = SourceError,
+    unnamed: bool = False,
 ) -> None:
     """Raise unless `doc` has a non-empty string apiVersion, kind and metadata.name (or
     metadata.generateName: hooks such as `generateName: db-migrate-` are valid manifests; Argo CD
-    never compares them)."""
+    never compares them).
+
+    `unnamed`: an object without metadata (or without metadata.name) passes, as Argo CD's
+    directory reader keeps it (Kubernetes' YAML-or-JSON decoder into an Unstructured asks only
+    for `kind`): a `kustomization.yaml` read as a plain file. metadata that is there but no
+    mapping is still an error (the repo-server fails to set its tracking label on it)."""
     where = f"{name}: document {index}" + (f": items[{item}]" if item is not None else "")
     for field in ("apiVersion", "kind"):
         value = doc.get(field)
         if not isinstance(value, str) or not value:
             raise error(f"{where}: {field} missing" + _got(value))
     metadata = doc.get("metadata")
+    if unnamed and metadata is None:
+        return
     if not isinstance(metadata, Mapping):
         raise error(f"{where}: {doc['kind']}: metadata missing" + _got(metadata))
     obj_name = metadata.get("name")
     generate_name = metadata.get("generateName")
     if obj_name is None and isinstance(generate_name, str) and generate_name:
         return
+    if unnamed and obj_name is None:
+        return
     if not isinstance(obj_name, str) or not obj_name:
         raise error(f"{where}: {doc['kind']}: metadata.name missing" + _got(obj_name))
 
 
 def load_objects(
-    text: str | bytes, name: str, *, error: type[GitDriftError] = SourceError
+    text: str | bytes,
+    name: str,
+    *,
+    error: type[GitDriftError] = SourceError,
+    unnamed: bool = False,
+    duplicates: list[str] | None = None,
 ) -> list[dict[str, Any]]:
-    """`load_documents`, with `require_object` applied to each result (index = source document)."""
+    """`load_documents`, with `require_object` applied to each result (index = source document).
+
+    `duplicates`: a mapping key given twice keeps its last value, as the decoder Argo CD reads a
+    directory source's files with (sigs.k8s.io/yaml over go-yaml v2, encoding/json: neither is
+    strict), and each one is appended here (`document 1: line 7: duplicate key 'image'`);
+    without it, a duplicate key is an error."""
     out: list[dict[str, Any]] = []
-    for index, doc, item in _indexed(text, name, error):
-        require_object(doc, name, index, item=item, error=error)
+    for index, doc, item in _indexed(text, name, error, duplicates=duplicates):
+        require_object(doc, name, index, item=item, error=error, unnamed=unnamed)
         out.append(doc)
     return out
 
@@ -146,9 +168,11 @@ def _indexed(
     name: str,
     error: type[GitDriftError],
     checks: list[Callable[[], None]] | None = None,
+    *,
+    duplicates: list[str] | None = None,
 ) -> list[tuple[int, dict[str, Any], int | None]]:
     """(document index, object, List item index or None) for every object."""
-    docs = _parse(text, name, error, checks)
+    docs = _parse(text, name, error, checks, duplicates=duplicates)
     out: list[tuple[int, dict[str, Any], int | None]] = []
     for index, doc in enumerate(docs, start=1):
         if doc is None:
@@ -168,6 +192,8 @@ def _parse(
     name: str,
     error: type[GitDriftError],
     checks: list[Callable[[], None]] | None = None,
+    *,
+    duplicates: list[str] | None = None,
 ) -> list[Any]:
     with _gc_paused:
         try_fast = True
@@ -177,8 +203,10 @@ def _parse(
                 return read
             try_fast = False  # msgspec refused them, or they are no big JSON: not again
         text = _text(text, name, error)
-        docs = _load_json(text, name, error, try_fast=try_fast)
-        if docs is None:
+        docs = _load_json(text, name, error, try_fast=try_fast, duplicates=duplicates)
+        if docs is None and duplicates is not None:
+            docs = yamlload.load_yaml(text, name, error, duplicates=duplicates)
+        elif docs is None:
             docs = yamlload.load_yaml(text, name, error)
         return docs
 
@@ -261,13 +289,20 @@ def _decode(data: bytes, name: str, error: type[GitDriftError]) -> str:
 
 
 def _load_json(
-    text: str, name: str, error: type[GitDriftError], *, try_fast: bool = True
+    text: str,
+    name: str,
+    error: type[GitDriftError],
+    *,
+    try_fast: bool = True,
+    duplicates: list[str] | None = None,
 ) -> list[Any] | None:
     """Documents of a JSON text (one value or a stream of them), or None when the text is not
     JSON (then it is read as YAML, which reports the error with a line number). `try_fast`: a
-    big text may be read by msgspec first (`fastjson.fast_json`)."""
+    big text may be read by msgspec first (`fastjson.fast_json`). `duplicates`: as in
+    `load_objects` (then the text is read the checking way, which sees every duplicate)."""
     if not text.lstrip(" \t\r\n").startswith(("{", "[")):
         return None
+    try_fast = try_fast and duplicates is None
     fast = fastjson.fast_json(text) if try_fast and len(text) >= fastjson.FAST_JSON_CHARS else None
     if fast is not None:
         read, deep = fast
@@ -277,7 +312,10 @@ def _load_json(
                     f"{name}: document {index}: nested deeper than {limits.MAX_DEPTH} levels"
                 )
         return read
-    decoder = json.JSONDecoder(object_pairs_hook=_json_pairs)
+    repeated: list[str] = []
+    decoder = json.JSONDecoder(
+        object_pairs_hook=_json_pairs if duplicates is None else _last_pairs(repeated)
+    )
     docs: list[Any] = []
     pos = 0
     end = len(text)
@@ -301,6 +339,9 @@ def _load_json(
                 f"{name}: document {len(docs) + 1}: nested deeper than {limits.MAX_DEPTH} levels"
             )
         docs.append(doc)
+        if duplicates is not None and repeated:
+            duplicates.extend(f"document {len(docs)}: duplicate key {key!r}" for key in repeated)
+            repeated.clear()
     return docs
 
 
@@ -320,6 +361,23 @@ def _json_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
             raise _DuplicateKeyError(key)
         out[key] = value
     return out
+
+
+def _last_pairs(repeated: list[str]) -> Callable[[list[tuple[str, Any]]], dict[str, Any]]:
+    """A pairs hook that keeps a repeated key's last value (encoding/json's way) and notes the
+    key in `repeated`."""
+
+    def pairs_hook(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        out: dict[str, Any] = dict(pairs)
+        if len(out) != len(pairs):
+            seen: set[str] = set()
+            for key, _value in pairs:
+                if key in seen:
+                    repeated.append(key)
+                seen.add(key)
+        return out
+
+    return pairs_hook
 
 
 __all__ = [

@@ -92,13 +92,20 @@ def _key_text(key: Any) -> str:
     return key if isinstance(key, str) else str(key)
 
 
-def load_yaml(text: str, name: str, error: type[GitDriftError]) -> list[Any]:
+def load_yaml(
+    text: str, name: str, error: type[GitDriftError], *, duplicates: list[str] | None = None
+) -> list[Any]:
     """The documents of `text`, streamed (`_stream_yaml`) or, when that is unsure, composed
-    (`_load_composed`), which raises `error` with the one-line message."""
+    (`_load_composed`), which raises `error` with the one-line message.
+
+    `duplicates`: a key given twice in a mapping keeps its last value (sigs.k8s.io/yaml's
+    go-yaml v2, not strict) and is noted here (`document 1: line 7: duplicate key 'image'`),
+    instead of being refused. The streamed load gives up on such a mapping, so the composing
+    load sees every one."""
     try:
         return _stream_yaml(text)
     except _Unsure:
-        return _load_composed(text, name, error)
+        return _load_composed(text, name, error, duplicates)
 
 
 def compose(
@@ -127,7 +134,9 @@ def compose(
     return nodes
 
 
-def _load_composed(text: str, name: str, error: type[GitDriftError]) -> list[Any]:
+def _load_composed(
+    text: str, name: str, error: type[GitDriftError], duplicates: list[str] | None = None
+) -> list[Any]:
     """The documents of `text` through PyYAML's node trees: each document composed, checked
     (`_check_node`) and constructed in turn."""
     loader = _Loader(text)
@@ -140,9 +149,11 @@ def _load_composed(text: str, name: str, error: type[GitDriftError]) -> list[Any
             if node is None:
                 docs.append(None)
                 continue
-            problem = _check_node(node)
+            problem = _check_node(node, duplicates_kept=duplicates is not None)
             if problem:
                 raise error(f"{name}: document {index}: {problem}")
+            if duplicates is not None:
+                duplicates.extend(f"document {index}: {dup}" for dup in _duplicate_keys(node))
             try:
                 docs.append(loader.construct_document(node))
             except (LookupError, ValueError, TypeError):  # `!!int x`, `!!bool maybe`, ...
@@ -458,11 +469,12 @@ def _constructs(root: Node) -> bool:
     return True
 
 
-def _check_node(root: Node) -> str | None:
-    """Why a composed document is refused (aliases, depth, duplicate keys), or None."""
+def _check_node(root: Node, *, duplicates_kept: bool = False) -> str | None:
+    """Why a composed document is refused (aliases, depth, duplicate keys unless
+    `duplicates_kept`), or None."""
     if _plain_tree(root):
         return None
-    return _first_problem(root)
+    return _first_problem(root, duplicates_kept=duplicates_kept)
 
 
 def _plain_tree(root: Node) -> bool:
@@ -494,7 +506,7 @@ def _plain_tree(root: Node) -> bool:
     return False
 
 
-def _first_problem(root: Node) -> str | None:
+def _first_problem(root: Node, *, duplicates_kept: bool = False) -> str | None:
     """`_check_node`'s answer for any document, in the order a depth-first walk finds them.
 
     Aliases compose to shared node objects, so the walk visits each distinct node once and counts
@@ -530,7 +542,7 @@ def _first_problem(root: Node) -> str | None:
         if ident in on_path:
             return f"line {node.start_mark.line + 1}: recursive alias"
         unique += 1
-        if isinstance(node, MappingNode):
+        if isinstance(node, MappingNode) and not duplicates_kept:
             duplicate = _duplicate_key(node)
             if duplicate:
                 return duplicate
@@ -568,3 +580,28 @@ def _duplicate_key(node: MappingNode) -> str | None:
             return f"line {key.start_mark.line + 1}: duplicate key {key.value!r}"
         seen.add(ident)
     return None
+
+
+def _duplicate_keys(root: Node) -> list[str]:
+    """Every repeated key of the document (`line 7: duplicate key 'image'`), in text order;
+    the document is checked (no alias loops)."""
+    found: list[tuple[int, int, str]] = []
+    done: set[int] = set()
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        if id(node) in done:
+            continue
+        done.add(id(node))
+        if isinstance(node, MappingNode):
+            seen: set[tuple[str, str]] = set()
+            for key, _value in node.value:
+                if not isinstance(key, ScalarNode) or key.tag == _MERGE_TAG:
+                    continue
+                ident = (key.tag, key.value)
+                if ident in seen:
+                    mark = key.start_mark
+                    found.append((mark.line, mark.column, f"duplicate key {key.value!r}"))
+                seen.add(ident)
+        stack.extend(_children(node))
+    return [f"line {line + 1}: {what}" for line, _column, what in sorted(found)]

@@ -296,3 +296,40 @@ def test_a_big_json_snapshot_fails_as_it_did(
     with pytest.raises(SnapshotError) as slow:
         snapshot.load(path)
     assert str(fast.value) == str(slow.value)
+
+
+def _crd(group: str, kind: str, scope: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": f"{kind.lower()}s.{group}"},
+        "spec": {"group": group, "names": {"kind": kind}, "scope": scope},
+    }
+
+
+def test_a_plain_lists_crds_decide_the_scope_of_their_kinds() -> None:
+    state = clusterstate.from_documents(
+        [
+            _crd("cert-manager.io", "ClusterIssuer", "Cluster"),
+            _crd("cert-manager.io", "Issuer", "Namespaced"),
+            _crd("example.com", "Odd", "Sideways"),  # no valid scope: not decided
+        ],
+        "live.yaml",
+    )
+    assert state.capture is None
+    assert state.scope("cert-manager.io", "ClusterIssuer") is False
+    assert state.scope("cert-manager.io", "Issuer") is True
+    assert state.scope("example.com", "Odd") is True  # the built-in table: namespaced
+    assert state.scope("rbac.authorization.k8s.io", "ClusterRole") is False
+
+
+def test_recorded_discovery_wins_over_a_crd() -> None:
+    capture = clusterstate.Capture(
+        api_resources=(
+            {"apiVersion": "cert-manager.io/v1", "kind": "ClusterIssuer", "namespaced": True},
+        )
+    )
+    state = clusterstate.from_documents(
+        [_crd("cert-manager.io", "ClusterIssuer", "Cluster")], "live.yaml", capture=capture
+    )
+    assert state.scope("cert-manager.io", "ClusterIssuer") is True

@@ -166,14 +166,31 @@ def test_yaml_that_is_not_a_manifest_is_skipped(tmp_path: Path, name: str, text:
         ("- apiVersion: v1\n  kind: ConfigMap\n  metadata: {name: x}\n", "mapping expected"),
         # a bad document after a good one: an error
         ("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n---\nfoo: bar\n", "document 2"),
-        # a manifest with kind whose name is missing: an error
-        ("apiVersion: v1\nkind: ConfigMap\nmetadata: {}\n", "metadata.name missing"),
+        # metadata that is no mapping: the repo-server cannot label it (one with no name is
+        # kept: test_an_object_without_a_name_is_kept)
+        ("apiVersion: v1\nkind: ConfigMap\nmetadata: x\n", "metadata missing"),
     ],
 )
 def test_broken_manifests_are_still_errors(tmp_path: Path, text: str, message: str) -> None:
     write(tmp_path, "app/x.yaml", text)
     with pytest.raises(SourceError, match=message):
         directory.collect(tmp_path, "app", {})
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {}\n",
+        "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources: []\n",
+    ],
+)
+def test_an_object_without_a_name_is_kept(tmp_path: Path, text: str) -> None:
+    # Kubernetes' decoder into an Unstructured asks only for kind; Argo CD keeps the object with
+    # an empty name (and shows it Missing)
+    write(tmp_path, "app/x.yaml", text)
+    assert [(m.key.name, m.origin) for m in directory.collect(tmp_path, "app", {})] == [
+        ("", "app/x.yaml")
+    ]
 
 
 @pytest.mark.parametrize("text", ['{"name": "x", "version": "1.0.0"}', "", "{}"])
@@ -673,3 +690,27 @@ def test_offline_refuses_what_kustomize_would_download(tmp_path: Path) -> None:
             tmp_path, "charts", {}, workdir=tmp_path / "w", offline=True,
             build_options=["--enable-helm"],
         )  # fmt: skip
+
+
+def test_helm_charts_without_enable_helm_fail_so_before_offline(tmp_path: Path) -> None:
+    # kustomize refuses helmCharts before it downloads the chart: --offline must not be what
+    # the user is told first (its hint, "run without --offline", only leads to this failure)
+    tree = tmp_path / "tree"
+    write(
+        tree,
+        "app/kustomization.yaml",
+        "helmCharts:\n- name: grafana\n  repo: https://grafana.github.io/helm-charts\n"
+        "  version: 8.5.0\n",
+    )
+    with pytest.raises(SourceError) as err:
+        kustomize.build(tree, "app", {}, workdir=tmp_path / "w", offline=True)
+    assert err.value.message == (
+        "kustomize build app: app/kustomization.yaml: helmCharts grafana: kustomize inflates "
+        "helm charts only with --enable-helm, and Argo CD's build fails the same way: must "
+        "specify --enable-helm"
+    )
+    assert "`kustomize.buildOptions: --enable-helm` to argocd-cm" in (err.value.hint or "")
+    with pytest.raises(SourceError, match="--offline, but kustomize would download"):
+        kustomize.build(
+            tree, "app", {}, workdir=tmp_path / "w", offline=True, build_options=["--enable-helm"]
+        )

@@ -195,3 +195,42 @@ def test_history_is_kept_per_commit(
     assert working is not None
     assert working("app/cm.yaml") == first
     assert calls == ["app/cm.yaml"]
+
+
+def _partial_clone(repo: Path, tmp_path: Path) -> Path:
+    """A `--filter=blob:none --no-checkout` clone of `repo` (no blobs yet), whose promisor
+    remote is then gone."""
+    run(repo, "config", "uploadpack.allowFilter", "true")
+    served = tmp_path / "served"
+    repo.rename(served)
+    clone = tmp_path / "clone"
+    run(tmp_path, "clone", "-q", "--filter=blob:none", "--no-checkout", served.as_uri(), "clone")
+    served.rename(tmp_path / "gone")
+    return clone
+
+
+def test_export_names_a_blob_a_partial_clone_cannot_fetch(repo: Path, tmp_path: Path) -> None:
+    clone = _partial_clone(repo, tmp_path)
+    with pytest.raises(SourceError) as info:
+        git.export_tree(clone, "main", tmp_path / "out")
+    message = info.value.message
+    assert message.startswith(".gitattributes at main: blob ")  # the first file
+    assert "is not in " + str(clone) in message
+    assert "a partial clone (--filter=blob:none) fetches its files from the promisor remote " in (
+        message
+    )
+    assert "does not appear to be a git repository" in message  # git's own reason
+    assert "unexpected output" not in message
+    assert "clone without --filter" in (info.value.hint or "")
+
+
+def test_export_of_a_mirror_without_url_says_run_online(repo: Path, tmp_path: Path) -> None:
+    # gitdrift's own mirrors keep no URL (sources/fetch.py): a blob they lack needs a fetch
+    clone = _partial_clone(repo, tmp_path)
+    run(clone, "config", "--unset", "remote.origin.url")
+    with pytest.raises(SourceError) as info:
+        git.export_tree(clone, "main", tmp_path / "out")
+    assert "without a URL for its promisor remote origin" in info.value.message
+    assert info.value.hint == (
+        "run without --offline: gitdrift fetches the files of the commit it renders"
+    )

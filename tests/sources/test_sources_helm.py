@@ -314,6 +314,50 @@ def test_helm_failure_is_one_line_with_stderr(tree: Path) -> None:
     assert str(tree) not in message
 
 
+SCHEMA_FAILURE = b"""\
+walk.go:75: found symbolic link in path: /tmp/x/charts/gateway/link resolves to /tmp/x/y
+Error: values don't meet the specifications of the schema(s) in the following chart(s):
+gateway:
+- at '/replicaCount': got string, want integer
+- at '': additional properties 'name' not allowed
+"""
+
+
+@pytest.mark.parametrize(
+    ("stderr", "detail"),
+    [
+        # helm 4's schema check: the line ending in a colon, then the chart and its problems
+        (
+            SCHEMA_FAILURE,
+            (
+                "values don't meet the specifications of the schema(s) in the following chart(s): "
+                "gateway: - at '/replicaCount': got string, want integer; - at '': additional "
+                "properties 'name' not allowed"
+            ),
+        ),
+        (
+            (
+                b"Error: YAML parse error on shop/templates/a.yaml: error converting YAML to JSON: "
+                b"yaml: line 3: did not find expected key\n"
+                b"Use --debug flag to render out invalid YAML\n"
+            ),
+            (
+                "YAML parse error on shop/templates/a.yaml: error converting YAML to JSON: yaml: "
+                "line 3: did not find expected key"
+            ),
+        ),
+        (b"WARNING: x\nsomething broke\n", "something broke"),
+        (b"", "no error output"),
+    ],
+)
+def test_helm_error_detail_keeps_the_whole_error(stderr: bytes, detail: str) -> None:
+    here = Path("/tmp/x")
+    assert helm._error_detail(stderr, here / "charts/gateway", here, here / "s") == detail
+    long = helm._error_detail(b"Error: a:\n" + b"- x\n" * 500, here, here, here)
+    assert len(long) == 600
+    assert long.endswith("…")
+
+
 def test_chart_repository_sources_are_refused(tree: Path) -> None:
     with pytest.raises(SourceError, match="cannot be rendered offline"):
         run(tree, path="", chart="redis")

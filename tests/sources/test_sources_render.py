@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 import yaml
 
-from kubectl_gitdrift import settings
+from kubectl_gitdrift import settings, yamlio
 from kubectl_gitdrift.errors import SourceError
 from kubectl_gitdrift.model import Application, AppSource, Manifest, ObjectKey, SyncPolicy
 from kubectl_gitdrift.settings import Settings
@@ -353,6 +353,53 @@ def test_source_type_detection(repo: Repo, tmp_path: Path) -> None:
         make_app("overlays/prod/guestbook", kind="directory"), repo.root, workdir=tmp_path / "w"
     )
     assert all(not (m.origin or "").endswith("kustomization.yaml") for m in rendered.manifests)
+
+
+def test_directory_source_keeps_a_kustomization_file_with_kind(repo: Repo, tmp_path: Path) -> None:
+    # a kustomization.yaml with apiVersion and kind decodes as an object (Kubernetes' decoder
+    # asks only for kind): Argo CD's directory reader keeps it, with no name, beside the rest
+    write(
+        repo.root,
+        "plain/kustomization.yaml",
+        "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n- a.yaml\n",
+    )
+    app = make_app("plain", kind="directory")
+    rendered = render(app, repo.root, local=True, workdir=tmp_path / "w")
+    kept = [m for m in rendered.manifests if m.key.kind == "Kustomization"]
+    assert [(m.key.group, m.key.name, m.origin) for m in kept] == [
+        ("kustomize.config.k8s.io", "", "plain/kustomization.yaml")
+    ]
+    assert sorted(m.key.name for m in rendered.manifests) == ["", "a", "b", "c"]
+
+
+def test_directory_source_refuses_metadata_that_is_no_mapping(repo: Repo, tmp_path: Path) -> None:
+    # the repo-server fails to set its tracking label on such an object
+    write(repo.root, "plain/x.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: x\n")
+    with pytest.raises(SourceError, match=r"plain/x.yaml: document 1: ConfigMap: metadata missing"):
+        render(make_app("plain", kind="directory"), repo.root, local=True, workdir=tmp_path / "w")
+
+
+def test_directory_source_keeps_the_last_of_a_duplicate_key(repo: Repo, tmp_path: Path) -> None:
+    # Argo CD's decoder (sigs.k8s.io/yaml over go-yaml v2) is not strict: the last value wins
+    write(
+        repo.root,
+        "plain/x.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\ndata:\n  a: '1'\n  a: '2'\n",
+    )
+    rendered = render(make_app("plain", kind="directory"), repo.root, local=True, workdir=tmp_path)
+    (obj,) = [m for m in rendered.manifests if m.key.name == "x"]
+    assert obj.body["data"] == {"a": "2"}
+    note = (
+        "plain/x.yaml: document 1: line 7: duplicate key 'a': the last value is used, as Argo "
+        "CD's decoder keeps it"
+    )
+    assert rendered.notes == (note,)
+
+
+def test_kustomize_output_still_refuses_a_duplicate_key() -> None:
+    # kustomize (kyaml) refuses one itself; a snapshot or a patch is no Argo CD manifest
+    with pytest.raises(SourceError, match="duplicate key 'a'"):
+        yamlio.load_objects("kind: A\nmetadata: {name: x}\na: 1\na: 2\n", "kustomize build x")
 
 
 def test_multi_source_skips_ref_only_sources(repo: Repo, tmp_path: Path) -> None:

@@ -11,12 +11,15 @@ from typing import Any
 from kubectl_gitdrift.builtin.rules._common import clue_for, explained
 from kubectl_gitdrift.diagnose import tracking
 from kubectl_gitdrift.hookspecs import RuleContext
-from kubectl_gitdrift.model import Finding, ResourceStatus, Severity
+from kubectl_gitdrift.model import Finding, ObjectKey, ResourceStatus, Severity
 
 ID = "builtin/missing-extraneous"
 SEVERITY = Severity.WARNING
 CODES = ("missing-resource", "extraneous-resource")
 DOC = "Objects git has that the cluster lacks, and tracked objects git no longer has."
+
+KUSTOMIZE_GROUP = "kustomize.config.k8s.io"
+"""The group of Kustomization and Component files (a kustomization.yaml read as a manifest)."""
 
 
 def check(ctx: RuleContext) -> Iterator[Finding]:
@@ -48,6 +51,9 @@ def check(ctx: RuleContext) -> Iterator[Finding]:
                     hint="give it a metadata.name, or make it a hook "
                     "(annotation argocd.argoproj.io/hook: Sync)",
                 )
+                continue
+            if not drift.key.name:
+                yield _unnamed(drift.key, drift.origin, evidence)
                 continue
             yield Finding(
                 code="missing-resource",
@@ -81,3 +87,38 @@ def check(ctx: RuleContext) -> Iterator[Finding]:
                 evidence=evidence,
                 hint=f"argocd app sync {ctx.app.name} --prune",
             )
+
+
+def _unnamed(key: ObjectKey, origin: str | None, evidence: dict[str, Any]) -> Finding:
+    """An object git has with no metadata.name: a directory source keeps it, as Argo CD's
+    directory reader does (a `kustomization.yaml` read as a plain file). Argo CD shows it
+    OutOfSync and Missing, and a sync fails on it: the cluster serves no Kustomization (the
+    sync's `get` on the kind), or the API server refuses an object without a name."""
+    where = f" ({origin})" if origin else ""
+    if key.group == KUSTOMIZE_GROUP:
+        return Finding(
+            code="missing-resource",
+            severity=Severity.WARNING,
+            message=(
+                f"{key.kind}{where} is a kustomize file read as a manifest: the app's "
+                "directory source keeps it as an object with no name, so Argo CD shows it "
+                "Missing, the app stays OutOfSync and every sync fails on it (the cluster "
+                f"serves no {key.group})."
+            ),
+            key=key,
+            evidence=evidence,
+            hint="leave it out with spec.source.directory.exclude: '*kustomization.yaml' "
+            "(the glob also matches in subfolders), or drop the directory block so Argo CD "
+            "builds the folder with kustomize",
+        )
+    return Finding(
+        code="missing-resource",
+        severity=Severity.WARNING,
+        message=(
+            f"{key.kind.lower()}{where} has no metadata.name: Argo CD shows it Missing, the app "
+            "stays OutOfSync and every sync fails on it."
+        ),
+        key=key,
+        evidence=evidence,
+        hint="give it a metadata.name, or leave its file out with spec.source.directory.exclude",
+    )
