@@ -83,8 +83,9 @@ def recommend(
     extraneous = [d for d in revertable if d.status is model.ResourceStatus.EXTRANEOUS]
     codes = {f.code for f in findings}
     cause_fixes = _cause_fixes(causes)
+    unnamed = list(_unnamed(drifts))
     if (
-        not (to_adopt or modified or missing or extraneous or cause_fixes)
+        not (to_adopt or modified or missing or extraneous or cause_fixes or unnamed)
         and "controller-forbidden" not in codes
     ):
         return []
@@ -100,6 +101,7 @@ def recommend(
     if out and locate is not None and read_source is not None:
         out = _with_left_out(out, drifts, to_adopt, synced_away, causes)
     out.extend(cause_fixes)
+    out.extend(unnamed)
     if modified or missing or extraneous:
         server_side = strategy is not model.DiffStrategy.LEGACY or (
             bool(modified) and all(_applied_server_side(d) for d in modified)
@@ -123,6 +125,32 @@ class _Rerun:
     def __call__(self, *extra: str) -> str:
         words = [policies.app_arg(self.app), *self.flags, *extra]
         return "kubectl gitdrift " + " ".join(shlex.quote(w) for w in words)
+
+
+def _unnamed(drifts: Sequence[model.Drift]) -> Iterable[Remedy]:
+    """For an object git renders without a name (a directory source reads every YAML file, a
+    kustomization.yaml too): no sync can create it, so the way out is to leave its file out of
+    the source, or to name it."""
+    for drift in drifts:
+        if drift.status is not model.ResourceStatus.MISSING or drift.key.name:
+            continue
+        where = drift.origin or "its file"
+        kustomize = drift.key.group == "kustomize.config.k8s.io"
+        glob = "*kustomization.yaml" if kustomize else (drift.origin or "").rsplit("/", 1)[-1]
+        steps = [f"add exclude: '{glob}' to spec.source.directory of the Application"]
+        if kustomize:
+            steps.append(
+                "or drop the directory: block, so that Argo CD builds the folder with kustomize"
+            )
+        else:
+            steps.append(f"or give the {drift.key.kind} in {where} a metadata.name")
+        steps.append("no sync can create an object without a name: every sync fails on it")
+        yield Remedy(
+            RemedyKind.RESOLVE,
+            f"Leave {where} out of the app's source",
+            steps=tuple(steps),
+            file=drift.origin,
+        )
 
 
 def _fitting(

@@ -46,8 +46,10 @@ def revertable_drift(ctx: RuleContext) -> bool:
     that no specific cause owns, or whose cause says a sync puts git's value back."""
     own = gitdrift_context(ctx)
     for drift in ctx.drifts:
-        counted = drift.status in (ResourceStatus.MISSING, ResourceStatus.EXTRANEOUS) and (
-            drift.counts
+        counted = (
+            drift.status in (ResourceStatus.MISSING, ResourceStatus.EXTRANEOUS)
+            and drift.counts
+            and bool(drift.key.name)  # no sync creates an object without a name: it fails
         )
         paths: list[model.FieldPath | None] = (
             [c.path for c in drift.changes]
