@@ -20,6 +20,8 @@ AUTOLOAD_ENV = "KUBECTL_GITDRIFT_DISABLE_PLUGIN_AUTOLOAD"
 ORIGIN_ANNOTATIONS_ENV = "KUBECTL_GITDRIFT_ORIGIN_ANNOTATIONS_MAX"
 KUSTOMIZE_TIMEOUT_ENV = "KUBECTL_GITDRIFT_KUSTOMIZE_TIMEOUT"
 HELM_ENV = "KUBECTL_GITDRIFT_HELM"
+HELM3_ENV = "KUBECTL_GITDRIFT_HELM3"
+HELM_VERSION_ENV = "KUBECTL_GITDRIFT_HELM_VERSION"
 CACHE_DIR_ENV = "KUBECTL_GITDRIFT_CACHE_DIR"
 CACHE_MAX_ENV = "KUBECTL_GITDRIFT_CACHE_MAX_MB"
 FETCH_TIMEOUT_ENV = "KUBECTL_GITDRIFT_FETCH_TIMEOUT"
@@ -93,6 +95,18 @@ class Settings:
     def helm(self) -> str:
         """$KUBECTL_GITDRIFT_HELM: the helm binary to use ("" when unset: look on PATH)."""
         return self._raw(HELM_ENV)
+
+    def helm3(self) -> str:
+        """$KUBECTL_GITDRIFT_HELM3: a helm v3 binary ("" when unset: `helm3` on PATH)."""
+        return self._raw(HELM3_ENV)
+
+    def helm_version(self) -> str:
+        """$KUBECTL_GITDRIFT_HELM_VERSION (or --helm-version): the helm major to render with,
+        "3" or "4" ("" when unset: the one the app's Argo CD bundles)."""
+        raw = self._raw(HELM_VERSION_ENV).lower().removeprefix("v")
+        if raw not in ("", "3", "4"):
+            raise UsageError(f"{HELM_VERSION_ENV}={raw!r}: expected 3 or 4")
+        return raw
 
     def cache_dir(self) -> Path:
         """$KUBECTL_GITDRIFT_CACHE_DIR, else $XDG_CACHE_HOME/kubectl-gitdrift, else

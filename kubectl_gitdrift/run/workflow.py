@@ -153,12 +153,14 @@ def settings_of(state: clusterstate.ClusterState) -> model.Settings:
 
 def render_configmaps(state: clusterstate.ClusterState) -> list[model.Body]:
     """argocd-cm and argocd-cmp-cm (config management plugins) from a snapshot, for rendering,
-    and the AppProjects (their sourceRepos govern chart repositories)."""
+    the AppProjects (their sourceRepos govern chart repositories), and the argocd-repo-server
+    Deployment (its image tag: the Argo CD version, which helm major renders)."""
     found = [
         m.body
         for m in state.objects
         if (m.key.kind == "ConfigMap" and _is_cmp_configmap(m.body))
         or (m.key.group, m.key.kind) == ("argoproj.io", "AppProject")
+        or (m.key.kind == "Deployment" and m.key.name == source_config.REPO_SERVER)
     ]
     return [*([state.argocd_cm] if state.argocd_cm is not None else []), *found]
 
@@ -742,12 +744,12 @@ def _helm_source(
 def _notes_for(
     app: model.Application, rendered: source_render.Rendered, state: clusterstate.ClusterState
 ) -> list[str]:
-    """The state's notes, the render's (a duplicate key in a manifest), and what could not be
-    read in this app's namespaces (or cluster-wide) that is not one of its desired objects
-    (those are reported as Unknown)."""
+    """The state's notes, the render's (a duplicate key in a manifest, which helm rendered), and
+    what could not be read in this app's namespaces (or cluster-wide) that is not one of its
+    desired objects (those are reported as Unknown)."""
     namespaces = {app.dest_namespace, *(m.key.namespace for m in rendered.manifests)}
     desired = {(m.key.group, m.key.kind) for m in rendered.manifests}
-    notes = [*state.notes, *rendered.notes]
+    notes = [*state.notes, *dict.fromkeys(rendered.notes)]  # two helm sources: one note
     for key, reason in state.unreadable:
         if (key.group, key.kind) in desired:
             continue

@@ -5,7 +5,9 @@ From argocd-cm (util/settings GetKustomizeSettings): `kustomize.buildOptions` (f
 (`kustomize.version.<v>` or `kustomize.path.<v>`); an Application naming another
 `kustomize.version` fails in Argo CD ("kustomize version <v> is not registered"). From
 argocd-cmp-cm and `--cmp FILE`: config management plugin definitions (sources/cmp_defs.py), and
-whether running them is allowed (`--allow-plugins`).
+whether running them is allowed (`--allow-plugins`). The Argo CD version (which helm major its
+repo-server bundles, sources/tools.py): the `argocd-repo-server` Deployment's image tag, else
+argocd-cm's `app.kubernetes.io/version` label (set by the argo-cd Helm chart).
 """
 
 from __future__ import annotations
@@ -43,6 +45,7 @@ class RenderConfig:
     # the destination cluster's API versions as Argo CD sends them to helm, kustomize helmCharts
     # and plugins (APIResourcesToStrings: `group/version` and `group/version/Kind`, sorted)
     api_versions: tuple[str, ...] = ()
+    argocd_version: str = ""  # `v3.1.5`, the running Argo CD's (argocd_version_of); "" unknown
 
     def kustomize_flags(self) -> tuple[str, ...]:
         """`kustomize.buildOptions` to build with: the flags that run commands from the
@@ -96,6 +99,7 @@ def of(
     disabled: set[str] = set()
     plugins: list[cmp_defs.Plugin] = []
     broken: list[str] = []
+    configmaps = list(configmaps)
     for body in configmaps:
         if body.get("kind") != "ConfigMap":
             continue
@@ -126,7 +130,34 @@ def of(
         kube_version=parse_kube_version(kube_version),
         broken_plugins=tuple(broken),
         api_versions=tuple(sorted(set(api_versions))),
+        argocd_version=argocd_version_of(configmaps),
     )
+
+
+REPO_SERVER = "argocd-repo-server"
+_VERSION_LABEL = "app.kubernetes.io/version"
+_TAG = re.compile(r":(v?\d+\.\d+[^@:/]*)(?:@.*)?$")
+
+
+def argocd_version_of(bodies: Iterable[Mapping[str, Any]]) -> str:
+    """The Argo CD version among `bodies`: the image tag of the `argocd-repo-server`
+    Deployment's repo-server container (`quay.io/argoproj/argocd:v3.1.5` → `v3.1.5`), else
+    argocd-cm's `app.kubernetes.io/version` label; "" when neither says."""
+    label = ""
+    for body in bodies:
+        md = body.get("metadata") or {}
+        if body.get("kind") == "Deployment" and md.get("name") == REPO_SERVER:
+            spec = ((body.get("spec") or {}).get("template") or {}).get("spec") or {}
+            containers = [c for c in spec.get("containers") or () if isinstance(c, Mapping)]
+            named = [c for c in containers if c.get("name") == REPO_SERVER] or containers[:1]
+            match = _TAG.search(str(named[0].get("image") or "")) if named else None
+            if match:
+                return match.group(1)
+        elif body.get("kind") == "ConfigMap" and md.get("name") == "argocd-cm":
+            value = str((md.get("labels") or {}).get(_VERSION_LABEL) or "")
+            if re.match(r"^v?\d+\.\d+", value):
+                label = value
+    return label
 
 
 def parse_kube_version(git_version: str) -> str:

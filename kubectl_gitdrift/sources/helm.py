@@ -19,7 +19,8 @@ template` then runs on the pulled chart, or on a copy of the git chart with its 
 Remote value files are refused. Hooks are not run (`helm template` never runs them); hook
 objects are in the output and dropped by the engine.
 
-The helm binary: `$KUBECTL_GITDRIFT_HELM`, else `helm` on PATH (sources/tools.py).
+The helm binary: `$KUBECTL_GITDRIFT_HELM`, else `helm` on PATH, or a helm 3 where the app's
+Argo CD bundles helm 3 (or --helm-version says 3): sources/tools.py's choose_helm.
 """
 
 from __future__ import annotations
@@ -104,6 +105,7 @@ class Helm:
             display=ctx.display,
             origins=ctx.origins,
             settings=ctx.settings,
+            argocd_version=conf.argocd_version,
         )
 
 
@@ -123,6 +125,7 @@ def template(
     display: str | None = None,
     origins: bool = True,
     settings: Settings | None = None,
+    argocd_version: str = "",
 ) -> list[Manifest]:
     """Render the chart at `chart_dir` with the Application's helm `options`.
 
@@ -132,7 +135,8 @@ def template(
     `env` is Argo CD's build environment (ARGOCD_APP_NAME, …). Dependencies missing from
     `charts/` are built with `charts` (under the AppProject `policy`; cached when `revision`,
     the commit or chart digest, is known); without `charts` they are an error. The helm binary
-    is the one `settings` name (default: this process's environment, read now).
+    is the one `settings` name (default: this process's environment, read now), of the major
+    Argo CD `argocd_version` bundles when it is installed (tools.choose_helm).
     """
     options = options or {}
     settings = settings or Settings.from_environ()
@@ -150,7 +154,7 @@ def template(
     chart = _chart_metadata(chart_dir, display)
     missing = _missing_dependencies(chart_dir, display, chart, fail=charts is None)
     _check_symlinks(chart_dir, tree, display)
-    helm = tools.helm_binary(settings)
+    helm = tools.choose_helm(settings, argocd_version).binary
     if helm is None:
         raise SourceError(
             f"source path {display}: helm sources need the helm binary", hint=tools.INSTALL_HELM

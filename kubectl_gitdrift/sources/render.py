@@ -73,7 +73,8 @@ class RenderedSource:
     env: Mapping[str, str] | None = None
     keys: frozenset[tuple[str, str, str]] = frozenset()  # (group, kind, name) of each object
     pulled: bool = False  # a chart pulled from a Helm repository or an OCI registry
-    notes: tuple[str, ...] = ()  # what its renderer noted (a duplicate key in a manifest)
+    # what its renderer noted (a duplicate key in a manifest; which helm rendered it)
+    notes: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -454,7 +455,8 @@ def _render_source(
     varying = nondeterminism.examine(ctx, objs, RENDERERS[kind].render) if kind == "helm" else ()
     part = RenderedSource(
         index, source.repo_url, path, kind, sha, tree, varying, options=ctx.options, env=env,
-        keys=_keys(objs), notes=tuple(ctx.notes),
+        keys=_keys(objs),
+        notes=(*ctx.notes, *(_helm_notes(settings, conf) if kind == "helm" else ())),
     )  # fmt: skip
     return part, objs
 
@@ -529,8 +531,15 @@ def _render_chart(
     part = RenderedSource(
         index, source.repo_url, registry.chart or path, "helm", pulled.version, pulled.directory,
         varying, options=options, env=env, keys=_keys(objs), pulled=True,
+        notes=_helm_notes(settings, ctx.config),
     )  # fmt: skip
     return part, objs
+
+
+def _helm_notes(settings: Settings, conf: render_config.RenderConfig) -> tuple[str, ...]:
+    """Which helm major rendered, when Argo CD's version or --helm-version chose it."""
+    note = tools.choose_helm(settings, conf.argocd_version).note
+    return (note,) if note else ()
 
 
 def _keys(manifests: Sequence[Manifest]) -> frozenset[tuple[str, str, str]]:

@@ -3,7 +3,9 @@ long a helm render may take.
 
 A leaf of the sources edge: kustomize (whose helmCharts run helm) and helm find their binaries
 here, not in each other. helm is `$KUBECTL_GITDRIFT_HELM` (Settings.helm) or `helm` on PATH;
-kustomize is `kustomize` on PATH, else `kubectl kustomize`. The kustomize time-out is a knob
+a helm source renders with the helm major its Argo CD bundles (`choose_helm`: 3 before Argo CD
+v3.5, 4 from it; or the major `--helm-version`/`$KUBECTL_GITDRIFT_HELM_VERSION` asks for), helm 3
+being `$KUBECTL_GITDRIFT_HELM3`, else `helm3` on PATH, else `helm` when it is a v3. kustomize is `kustomize` on PATH, else `kubectl kustomize`. The kustomize time-out is a knob
 (Settings.kustomize_timeout); helm's is fixed.
 """
 
@@ -16,11 +18,12 @@ import shlex
 import shutil
 import subprocess
 import threading
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from kubectl_gitdrift.errors import SourceError
-from kubectl_gitdrift.settings import HELM_ENV, Settings
+from kubectl_gitdrift.settings import HELM3_ENV, HELM_ENV, Settings
 
 HELM_TIMEOUT = 120.0
 """Seconds one `helm template` may run."""
@@ -31,6 +34,75 @@ INSTALL_HELM = f"install helm (tools/install_helm.sh), put it on PATH or set ${H
 def helm_binary(settings: Settings) -> str | None:
     """`$KUBECTL_GITDRIFT_HELM`, else `helm` on PATH; None when there is neither."""
     return settings.helm() or shutil.which("helm")
+
+
+ARGOCD_HELM4 = (3, 5)
+"""The first Argo CD release whose repo-server bundles helm 4: v3.5.0. Argo CD's
+hack/tool-versions.sh has `helm4_version=4.2.1` from tag v3.5.0-rc1 (commit 586430c1a3, "Migrate
+from Helm 3 to Helm 4") through v3.5.1, and `helm3_version` in every release before it: 3.16.3
+at v2.14.0, 3.17.1 at v3.0.0-v3.0.23, 3.18.4 at v3.1.0-v3.2.12, 3.19.4 at v3.3.0-v3.4.7."""
+
+
+def argocd_helm_major(argocd_version: str) -> str:
+    """The helm major the Argo CD release `argocd_version` (`v3.1.5`, `3.1`) bundles: "3" or
+    "4" ("" when the version is not one)."""
+    match = re.match(r"^\s*v?(\d+)\.(\d+)", argocd_version)
+    if match is None:
+        return ""
+    return "4" if (int(match.group(1)), int(match.group(2))) >= ARGOCD_HELM4 else "3"
+
+
+@dataclass(frozen=True, slots=True)
+class HelmChoice:
+    """The helm binary a helm source renders with, and what the report says about it."""
+
+    binary: str | None  # None: no helm at all
+    note: str = ""  # "" when no helm major was asked for
+
+
+def choose_helm(settings: Settings, argocd_version: str = "") -> HelmChoice:
+    """The helm of the major `--helm-version` asks for, else the one Argo CD `argocd_version`
+    bundles (argocd_helm_major), else `helm_binary`. When that major is not installed, the helm
+    that is renders, and the note says so (never an error)."""
+    asked = settings.helm_version()
+    wanted = asked or argocd_helm_major(argocd_version)
+    default = helm_binary(settings)
+    if not wanted:
+        return HelmChoice(default)
+    if asked:
+        why = f"--helm-version {asked}"
+    else:
+        short = ".".join(argocd_version.strip().lstrip("v").split(".")[:2])
+        why = f"Argo CD v{short} bundles helm {wanted}"
+    found = helm3_binary(settings) if wanted == "3" else helm4_binary(settings)
+    if found is not None:
+        return HelmChoice(found, f"rendered with helm {helm_version(found) or found} ({why})")
+    other = default or helm3_binary(settings)
+    if other is None:
+        return HelmChoice(None)
+    where = f"set ${HELM3_ENV} or put helm3 on PATH" if wanted == "3" else f"set ${HELM_ENV}"
+    return HelmChoice(
+        other,
+        f"rendered with helm {helm_version(other) or other}, not helm {wanted} ({why}; no helm {wanted} "
+        f"found: {where}); the render may differ from Argo CD's",
+    )
+
+
+def helm3_binary(settings: Settings) -> str | None:
+    """`$KUBECTL_GITDRIFT_HELM3`, else `helm3` on PATH, else `helm_binary` when it is a v3."""
+    found = settings.helm3() or shutil.which("helm3")
+    if found:
+        return found
+    default = helm_binary(settings)
+    return default if default is not None and helm_major(default) == "3" else None
+
+
+def helm4_binary(settings: Settings) -> str | None:
+    """`helm_binary` when it is a v4, else `helm4` on PATH."""
+    default = helm_binary(settings)
+    if default is not None and helm_major(default) == "4":
+        return default
+    return shutil.which("helm4")
 
 
 def kustomize_command() -> list[str]:
@@ -99,9 +171,15 @@ def helm_for_kustomize(binary: str, workdir: Path) -> str:
     return str(shim)
 
 
-@functools.lru_cache(maxsize=8)
 def helm_major(binary: str) -> str:
     """The major version `binary version --short` reports ("" when it cannot say)."""
+    match = re.match(r"v?(\d+)\.", helm_version(binary))
+    return match.group(1) if match else ""
+
+
+@functools.lru_cache(maxsize=8)
+def helm_version(binary: str) -> str:
+    """The version `binary version --short` reports, `v3.17.3` ("" when it cannot say)."""
     try:
         proc = subprocess.run(
             [binary, "version", "--short"],
@@ -112,5 +190,8 @@ def helm_major(binary: str) -> str:
         )
     except (OSError, subprocess.TimeoutExpired):
         return ""
-    match = re.search(rb"v?(\d+)\.\d+", proc.stdout)
-    return match.group(1).decode() if match else ""
+    match = re.search(rb"v?\d+\.\d+(?:\.\d+)?", proc.stdout)
+    if match is None:
+        return ""
+    text = match.group(0).decode()
+    return text if text.startswith("v") else f"v{text}"
