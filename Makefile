@@ -22,8 +22,10 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install --quiet -e '.[dev]'
 	touch $(STAMP)
 
-# Only the targets that render Helm charts need helm; `make demo` does not.
-HELM := .tools/bin/helm
+# Only the targets that render Helm charts need helm; `make demo` does not. Both majors: helm 4
+# (.tools/bin/helm) and helm 3 (.tools/bin/helm3, for apps whose Argo CD bundles helm 3); the
+# script installs whichever is missing (a second run for the other target is a no-op).
+HELM := .tools/bin/helm .tools/bin/helm3
 $(HELM):
 	./tools/install_helm.sh
 

@@ -108,6 +108,10 @@ class Settings:
             raise UsageError(f"{HELM_VERSION_ENV}={raw!r}: expected 3 or 4")
         return raw
 
+    def with_helm_version(self, major: str) -> Settings:
+        """These settings with --helm-version's `major` in place of the environment's."""
+        return Settings(MappingProxyType({**self.environ, HELM_VERSION_ENV: major}))
+
     def cache_dir(self) -> Path:
         """$KUBECTL_GITDRIFT_CACHE_DIR, else $XDG_CACHE_HOME/kubectl-gitdrift, else
         ~/.cache/kubectl-gitdrift."""

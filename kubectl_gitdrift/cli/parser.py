@@ -197,6 +197,13 @@ def build_parser(prog: str = "kubectl gitdrift") -> Parser:
         help="a ConfigManagementPlugin definition (a sidecar's plugin.yaml) to render plugin "
         "sources with; its commands run on this machine (repeatable)",
     )
+    src.add_argument(
+        "--helm-version",
+        choices=("3", "4"),
+        help="render helm sources with this helm major (default: the one the cluster's Argo CD "
+        "bundles, from its argocd-repo-server image: 3 before v3.5, 4 from it; else `helm`; "
+        "$KUBECTL_GITDRIFT_HELM_VERSION)",
+    )
     live = parser.add_argument_group("cluster side")
     offline_or_dry_run = live.add_mutually_exclusive_group()
     offline_or_dry_run.add_argument(

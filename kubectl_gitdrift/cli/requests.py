@@ -31,6 +31,8 @@ def request_from(
 ) -> Request:
     """The main command's flags (`kubectl gitdrift APP|--all ...`, and `serve`'s run)."""
     settings = Settings.from_environ() if settings is None else settings
+    if getattr(args, "helm_version", None):
+        settings = settings.with_helm_version(args.helm_version)
     return Request(
         selection=_selection(args, (args.app,) if args.app else (), shard=args.shard),
         git=GitSide(

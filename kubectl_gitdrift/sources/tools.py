@@ -5,7 +5,8 @@ A leaf of the sources edge: kustomize (whose helmCharts run helm) and helm find 
 here, not in each other. helm is `$KUBECTL_GITDRIFT_HELM` (Settings.helm) or `helm` on PATH;
 a helm source renders with the helm major its Argo CD bundles (`choose_helm`: 3 before Argo CD
 v3.5, 4 from it; or the major `--helm-version`/`$KUBECTL_GITDRIFT_HELM_VERSION` asks for), helm 3
-being `$KUBECTL_GITDRIFT_HELM3`, else `helm3` on PATH, else `helm` when it is a v3. kustomize is `kustomize` on PATH, else `kubectl kustomize`. The kustomize time-out is a knob
+being `$KUBECTL_GITDRIFT_HELM3`, else `helm3` on PATH, else `helm` when it is a v3. kustomize is
+`kustomize` on PATH, else `kubectl kustomize`. The kustomize time-out is a knob
 (Settings.kustomize_timeout); helm's is fixed.
 """
 
@@ -83,8 +84,8 @@ def choose_helm(settings: Settings, argocd_version: str = "") -> HelmChoice:
     where = f"set ${HELM3_ENV} or put helm3 on PATH" if wanted == "3" else f"set ${HELM_ENV}"
     return HelmChoice(
         other,
-        f"rendered with helm {helm_version(other) or other}, not helm {wanted} ({why}; no helm {wanted} "
-        f"found: {where}); the render may differ from Argo CD's",
+        f"rendered with helm {helm_version(other) or other}, not helm {wanted} ({why}; "
+        f"no helm {wanted} found: {where}); the render may differ from Argo CD's",
     )
 
 
