@@ -44,6 +44,30 @@ from Helm 3 to Helm 4") through v3.5.1, and `helm3_version` in every release bef
 at v2.14.0, 3.17.1 at v3.0.0-v3.0.23, 3.18.4 at v3.1.0-v3.2.12, 3.19.4 at v3.3.0-v3.4.7."""
 
 
+ARGOCD_HELM = {
+    (3, 0): "v3.17.1",
+    (3, 1): "v3.18.4",
+    (3, 2): "v3.18.4",
+    (3, 3): "v3.19.4",
+    (3, 4): "v3.19.4",
+    (3, 5): "v4.2.1",
+}
+"""The helm each Argo CD 3.x minor bundles (hack/tool-versions.sh, the same at every patch tag
+from vX.Y.0 through v3.0.23, v3.1.16, v3.2.12, v3.3.14, v3.4.7 and v3.5.1). Patch versions
+matter: the istio 1.23 gateway chart's schema passes helm v3.18.4 and fails v3.18.5+ and helm 4
+(helm/helm#31160)."""
+
+
+def argocd_helm(argocd_version: str) -> str:
+    """The helm the Argo CD release bundles, `v3.18.4` when known (ARGOCD_HELM), else its major
+    (`3`, `4`), else ""."""
+    match = re.match(r"^\s*v?(\d+)\.(\d+)", argocd_version)
+    if match is None:
+        return ""
+    known = ARGOCD_HELM.get((int(match.group(1)), int(match.group(2))))
+    return known or argocd_helm_major(argocd_version)
+
+
 def argocd_helm_major(argocd_version: str) -> str:
     """The helm major the Argo CD release `argocd_version` (`v3.1.5`, `3.1`) bundles: "3" or
     "4" ("" when the version is not one)."""
@@ -74,7 +98,7 @@ def choose_helm(settings: Settings, argocd_version: str = "") -> HelmChoice:
         why = f"--helm-version {asked}"
     else:
         short = ".".join(argocd_version.strip().lstrip("v").split(".")[:2])
-        why = f"Argo CD v{short} bundles helm {wanted}"
+        why = f"Argo CD v{short} bundles helm {argocd_helm(argocd_version)}"
     found = helm3_binary(settings) if wanted == "3" else helm4_binary(settings)
     if found is not None:
         return HelmChoice(found, f"rendered with helm {helm_version(found) or found} ({why})")

@@ -35,6 +35,14 @@ def test_argocd_release_to_the_helm_major_it_bundles(argocd: str, major: str) ->
     assert tools.argocd_helm_major(argocd) == major
 
 
+def test_argocd_release_to_the_helm_it_bundles() -> None:
+    assert tools.argocd_helm("v3.1.5") == "v3.18.4"
+    assert tools.argocd_helm("v3.4.7") == "v3.19.4"
+    assert tools.argocd_helm("v3.5.0-rc1") == "v4.2.1"
+    assert tools.argocd_helm("v2.14.11") == "3"  # a patch may bump helm in 2.x: only the major
+    assert tools.argocd_helm("v3.9.0") == "4"
+
+
 def _deployment(image: str, container: str = "argocd-repo-server") -> dict[str, object]:
     return {
         "apiVersion": "apps/v1",
@@ -87,11 +95,11 @@ def test_the_argocd_version_picks_the_major(binaries: dict[str, str]) -> None:
     settings = Settings.from_environ({})
     three = tools.choose_helm(settings, "v3.1.5")
     assert three == tools.HelmChoice(
-        binaries["helm3"], "rendered with helm v3.17.3 (Argo CD v3.1 bundles helm 3)"
+        binaries["helm3"], "rendered with helm v3.17.3 (Argo CD v3.1 bundles helm v3.18.4)"
     )
     four = tools.choose_helm(settings, "v3.5.0")
     assert four == tools.HelmChoice(
-        binaries["helm"], "rendered with helm v4.1.4 (Argo CD v3.5 bundles helm 4)"
+        binaries["helm"], "rendered with helm v4.1.4 (Argo CD v3.5 bundles helm v4.2.1)"
     )
     assert tools.choose_helm(settings, "") == tools.HelmChoice(binaries["helm"])  # as before
 
@@ -123,8 +131,8 @@ def test_a_missing_major_renders_with_the_other_and_says_so(binaries: dict[str, 
     choice = tools.choose_helm(Settings.from_environ({}), "v3.1.5")
     assert choice.binary == binaries["helm"]
     assert choice.note == (
-        "rendered with helm v4.1.4, not helm 3 (Argo CD v3.1 bundles helm 3; no helm 3 found: "
-        f"set ${HELM3_ENV} or put helm3 on PATH); the render may differ from Argo CD's"
+        "rendered with helm v4.1.4, not helm 3 (Argo CD v3.1 bundles helm v3.18.4; no helm 3 "
+        f"found: set ${HELM3_ENV} or put helm3 on PATH); the render may differ from Argo CD's"
     )
 
 
