@@ -293,7 +293,7 @@ def _resolve_file(raw: str, base: Path, root: Path, what: str, display: str) -> 
     return resolved
 
 
-def _value_files(
+def value_files(
     chart_dir: Path,
     tree: Path,
     options: Mapping[str, Any],
@@ -301,6 +301,8 @@ def _value_files(
     env: Mapping[str, str],
     display: str,
 ) -> list[Path]:
+    """The value files `helm template` is given, in Argo CD's order (globs expanded, missing
+    ones dropped with ignoreMissingValueFiles): the last one wins."""
     ignore_missing = bool(options.get("ignoreMissingValueFiles"))
     resolved: list[tuple[str, Path, Path]] = []  # (as written, path or glob, its tree)
     for raw in (str(v) for v in options.get("valueFiles") or []):
@@ -353,19 +355,6 @@ def _value_files(
         if path not in out:
             out.append(path)
     return out
-
-
-def value_files(
-    chart_dir: Path,
-    tree: Path,
-    options: Mapping[str, Any],
-    tree_for_ref: Mapping[str, Path],
-    env: Mapping[str, str],
-    display: str,
-) -> list[Path]:
-    """The value files `helm template` is given, in Argo CD's order (globs expanded, missing
-    ones dropped with ignoreMissingValueFiles): the last one wins."""
-    return _value_files(chart_dir, tree, options, tree_for_ref, env, display)
 
 
 def _values_yaml(options: Mapping[str, Any]) -> str:
@@ -425,7 +414,7 @@ def _arguments(
         args += ["--set-string", f"{key}={set_value(value)}"]
     for key, value in sorted(set_files.items()):
         args += ["--set-file", f"{key}={set_value(value)}"]
-    for path in _value_files(chart_dir, tree, options, tree_for_ref, env, display):
+    for path in value_files(chart_dir, tree, options, tree_for_ref, env, display):
         args += ["--values", str(path)]
     inline = _values_yaml(options)
     if inline:
