@@ -350,6 +350,9 @@ def _adopt(
         if secret or change.secret:
             steps.append(f"{field}: the Secret value differs; re-seal or re-encrypt it in git")
             continue
+        if change.path in _TRACKING:
+            steps.append(f"{field}: Argo CD's tracking annotation; a sync writes it, not git")
+            continue
         where = locate(drift, change) if locate is not None else None
         live = _yaml_value(change.live)
         if lines.multiline(change.desired, change.live):
@@ -372,6 +375,8 @@ def _adopt(
         at = f"{where.file}:{where.line}" if where.line else where.file
         if change.op is model.Op.REMOVE:
             steps.append(f"{at}: add {field}: {live} (git does not set it)")
+        elif change.live is None:
+            steps.append(f"{at}: delete {field} (the cluster does not set it)")
         elif where.how == "overlay":
             steps.append(
                 f"{at}: patch {field} to {live} (git renders {_yaml_value(change.desired)})"
