@@ -241,7 +241,7 @@ def test_filepath_glob_matches_doublestar(tmp_path: Path) -> None:
 
 def _value_files(tmp_path: Path, files: list[str], **options: Any) -> list[str]:
     chart = tmp_path / "chart"
-    paths = helm._value_files(chart, tmp_path, {"valueFiles": files, **options}, {}, {}, "chart")
+    paths = helm.value_files(chart, tmp_path, {"valueFiles": files, **options}, {}, {}, "chart")
     return [p.relative_to(tmp_path).as_posix() for p in paths]
 
 

@@ -8,6 +8,7 @@ import json
 import os
 import shutil
 import subprocess
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -391,11 +392,17 @@ def test_a_hanging_plugin_times_out_and_its_processes_go(
         generate(plugin, tree)
     assert KUSTOMIZE_TIMEOUT_ENV in (err.value.hint or "")
     pid = int(pidfile.read_text())
-    # the sleep was in the plugin's process group: it is gone (or a zombie about to be reaped)
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().split()[2]
-    except FileNotFoundError:
-        state = "gone"
+    # the sleep was in the plugin's process group: it is gone (or a zombie about to be reaped);
+    # on a loaded machine the kill may take a moment to land, so wait a little for it
+    deadline = time.monotonic() + 10
+    while True:
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().split()[2]
+        except FileNotFoundError:
+            state = "gone"
+        if state in ("gone", "Z") or time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
     assert state in ("gone", "Z"), state
 
 
