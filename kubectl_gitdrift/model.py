@@ -572,3 +572,85 @@ class Report:
     @property
     def drifted(self) -> bool:
         return any(a.sync_status is not SyncStatus.SYNCED for a in self.applications)
+
+
+class PreviewAction(str, enum.Enum):
+    """What a change does to an Application or to one of its objects (gitdrift preview)."""
+
+    ADDED = "added"  # only head defines (renders) it
+    REMOVED = "removed"  # only base does
+    CHANGED = "changed"
+    UNCHANGED = "unchanged"  # touched by the change, renders the same
+    FAILED = "failed"  # one side could not be found, expanded or rendered (AppPreview.error)
+
+
+@dataclass(frozen=True, slots=True)
+class Edit:
+    """One field that differs between base's render and head's (values masked for Secrets)."""
+
+    op: Op
+    path: FieldPath
+    base: Any
+    head: Any
+    secret: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class ObjectChange:
+    """One object of an app whose render differs between base and head."""
+
+    key: ObjectKey
+    action: PreviewAction  # ADDED, REMOVED or CHANGED
+    edits: tuple[Edit, ...] = ()  # CHANGED: the fields; ADDED/REMOVED: none (the object is whole)
+    origin: str | None = None  # the source file that defines it (head's, else base's)
+
+
+@dataclass(frozen=True, slots=True)
+class SyncEffect:
+    """What syncing head would do to the cluster, one field or one object at a time."""
+
+    key: ObjectKey
+    action: str  # "create" | "delete" (pruned) | "set" | "remove" (a field)
+    path: FieldPath | None = None  # None: the whole object
+    live: Any = None
+    head: Any = None
+    overwrites: Owner | None = None  # the change by hand it would undo (a manager not Argo CD's)
+    secret: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class AppPreview:
+    """One Application a change touches: what its render does between base and head and,
+    with a live cluster or snapshot, what syncing head would do there."""
+
+    name: str  # namespace/name
+    action: PreviewAction
+    origin: (
+        str  # where the repository defines it: a file, "ApplicationSet argocd/x", "app argocd/root"
+    )
+    source: str = ""  # repo path of its (first) source, for display
+    touched_by: tuple[str, ...] = ()  # the changed files that reach it
+    objects: tuple[ObjectChange, ...] = ()
+    spec: tuple[Edit, ...] = ()  # changes to the Application's own spec
+    sync: tuple[SyncEffect, ...] = ()  # live: what syncing head changes in the cluster
+    not_fixed: tuple[Finding, ...] = ()  # live: drift that syncing head leaves as it is
+    error: str = ""  # FAILED: why (one line)
+    notes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Preview:
+    """A change between two revisions of a repository, across every Application it defines."""
+
+    base: str  # commit sha
+    head: str  # commit sha (a commit made of the work tree when head is the work tree)
+    base_ref: str  # as asked: "origin/main" (merge base), "HEAD~1", ...
+    head_ref: str  # as asked, or "work tree"
+    apps: tuple[AppPreview, ...]  # touched apps, sorted by name
+    untouched: int = 0  # apps found at either revision that the change does not reach
+    live: str = ""  # "" (desired against desired only), "snapshot FILE", "context NAME"
+
+    @property
+    def changed(self) -> bool:
+        """Something would change (exit 1): an app added, removed, changed or failed."""
+        return any(a.action is not PreviewAction.UNCHANGED or a.sync for a in self.apps)

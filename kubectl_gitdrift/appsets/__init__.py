@@ -1,0 +1,1 @@
+"""Pure: expands ApplicationSets into the Applications the ApplicationSet controller would make."""
