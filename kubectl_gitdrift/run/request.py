@@ -112,6 +112,16 @@ class PluginChoice:
     entry_points: bool = True  # False: --no-entry-points, or autoload disabled by the environment
 
 
+@dataclass(frozen=True, slots=True)
+class Change:
+    """`preview`: the two revisions compared, and which apps."""
+
+    base: str | None = None  # --base REV; None: the merge base of head with the default branch
+    head: str | None = None  # --head REV; None: the work tree of --repo-root as it is
+    all_apps: bool = False  # --all-apps: every app found, touched by the change or not
+    live: bool = False  # compare head with the cluster too (a context, or --snapshot)
+
+
 def _no_overrides() -> Mapping[str, Any]:
     return MappingProxyType({})
 
@@ -138,6 +148,8 @@ class Request:
     output: Output = field(default_factory=Output)
     diagnosis: Diagnosis = field(default_factory=Diagnosis)
     plugins: PluginChoice = field(default_factory=PluginChoice)
+    change: Change | None = None
+    """`preview`: the run renders two revisions and compares them (run/preview.py)."""
     export: Path | None = None
     """`snapshot -o FILE`: the run exports what offline mode needs instead of comparing (it
     renders only with --repo-root, and keeps the OpenAPI definitions of every kind)."""
