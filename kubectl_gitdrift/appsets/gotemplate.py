@@ -21,8 +21,8 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
-from kubectl_gitdrift.appsets.govalues import MISSING, Func, FuncError, Int64, go_quote, show, truth
-from kubectl_gitdrift.appsets.govalues import type_name as _type_name
+from kubectl_gitdrift.appsets import govalues
+from kubectl_gitdrift.appsets.govalues import MISSING, Func, FuncError, show, truth
 from kubectl_gitdrift.appsets.inputs import AppSetError
 from kubectl_gitdrift.appsets.templatefuncs import FUNCS, REMOVED, UNSUPPORTED
 
@@ -30,7 +30,6 @@ __all__ = ["TemplateError", "render"]
 
 MAX_DEPTH = 100  # nested {{template}} calls (Go allows 100000; Python's stack does not)
 _MISSING_KEY = {"default": "default", "invalid": "default", "zero": "zero", "error": "error"}
-_GO_TYPES = {"map": "map[string]interface {}", "any": "interface {}", "value": "reflect.Value"}
 _SPACE = " \t\r\n"
 
 
@@ -59,9 +58,9 @@ _TOKEN = re.compile(
     |(?P<punct>:=|[()|,=.])""",
     re.VERBOSE,
 )
-_KEYWORDS = frozenset(["block", "break", "continue", "define", "else", "end", "if", "range", "nil", "template", "with"])
-_ESCAPE = re.compile(r"\\(x[0-9a-fA-F]{2}|u[0-9a-fA-F]{4}|U[0-9a-fA-F]{8}|[0-7]{3}|[abfnrtv\\'\"])")
-_SIMPLE = {"a": "\a", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t", "v": "\v"}
+_KEYWORDS = frozenset(("block", "break", "continue", "define", "else", "end", "if", "range"))
+_KEYWORDS |= {"nil", "template", "with"}
+_LEFT_TRIM = ("- ", "-\t", "-\r", "-\n")
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,11 +77,7 @@ def _lex(text: str) -> list[_Tok]:
     while True:
         start = text.find("{{", pos)
         chunk = text[pos:] if start < 0 else text[pos:start]
-        trim_left = (
-            start >= 0
-            and text.startswith("-", start + 2)
-            and text[start + 3 : start + 4] in tuple(_SPACE)
-        )
+        trim_left = start >= 0 and text[start + 2 : start + 4] in _LEFT_TRIM
         if trim_next:
             stripped = chunk.lstrip(_SPACE)
             pos, chunk = pos + len(chunk) - len(stripped), stripped
@@ -122,7 +117,7 @@ def _lex_action(text: str, pos: int, toks: list[_Tok]) -> tuple[int, bool]:
         if m is None or m.end() == pos:
             if pos >= len(text):
                 raise _Error(toks[-1].pos, "unclosed action")
-            raise _Error(pos, f"unexpected {go_quote(text[pos])} in command")
+            raise _Error(pos, f"unexpected {govalues.go_quote(text[pos])} in command")
         kind, value = m.lastgroup or "", m.group()
         if kind == "space":
             pos = m.end()
@@ -131,37 +126,17 @@ def _lex_action(text: str, pos: int, toks: list[_Tok]) -> tuple[int, bool]:
             kind = "keyword"
         elif kind == "ident" and value in ("true", "false"):
             kind = "bool"
-        elif (
-            kind == "number"
-            and m.end() < len(text)
-            and (text[m.end()].isalnum() or text[m.end()] == "_")
-        ):
-            raise _Error(pos, f"bad number syntax: {go_quote(value + text[m.end()])}")
+        elif kind == "number" and re.match(r"\w", text[m.end() : m.end() + 1]):
+            raise _Error(pos, f"bad number syntax: {govalues.go_quote(value + text[m.end()])}")
         toks.append(_Tok(kind, value, pos))
         pos = m.end()
 
 
 def _unquote(tok: _Tok) -> str:
-    """strconv.Unquote of a string or raw string constant."""
-    if tok.kind == "raw":
-        return tok.value[1:-1].replace("\r", "")
-    body = tok.value[1:-1]
-    if "\\" not in body:
-        return body
-
-    def escape(m: re.Match[str]) -> str:
-        e = m.group(1)
-        if e[0] in "xuU":
-            return chr(int(e[1:], 16))
-        if e[0] in "01234567":
-            return chr(int(e, 8))
-        if e == "'" and tok.kind == "string":
-            raise _Error(tok.pos, "invalid syntax")
-        return _SIMPLE.get(e, e)
-
-    if "\\" in _ESCAPE.sub("", body):
-        raise _Error(tok.pos, "invalid syntax")
-    return _ESCAPE.sub(escape, body)
+    try:
+        return govalues.go_unquote(tok.value)
+    except ValueError as err:
+        raise _Error(tok.pos, str(err)) from None
 
 
 # ---------------------------------------------------------------- the parse tree
@@ -204,13 +179,8 @@ class _Ident(_Node):
 
 
 @dataclass(slots=True)
-class _Dot(_Node):
-    pass
-
-
-@dataclass(slots=True)
-class _Nil(_Node):
-    pass
+class _Word(_Node):
+    word: str  # "." (dot) or "nil"
 
 
 @dataclass(slots=True)
@@ -289,7 +259,7 @@ class _Parser:
         return tok
 
     def parse(self) -> _Template:
-        body, end = self.parse_list(top=True)
+        body, _ = self.parse_list(top=True)
         self.tmpl.root = body
         return self.tmpl
 
@@ -335,11 +305,12 @@ class _Parser:
         self.add_define(_unquote(name_tok), body, word.pos)
 
     def add_define(self, name: str, body: list[_Node], pos: int) -> None:
+        """Go's rule: a second non-empty definition of a name in one template is an error."""
         old = self.tmpl.defines.get(name)
-        if old and any(not (isinstance(n, _Text) and not n.text.strip()) for n in body):
-            if any(not (isinstance(n, _Text) and not n.text.strip()) for n in old):
-                raise _Error(pos, f"template: multiple definition of template {go_quote(name)}")
-        if not old or body:
+        if old and not _blank(body) and not _blank(old):
+            quoted = govalues.go_quote(name)
+            raise _Error(pos, f"template: multiple definition of template {quoted}")
+        if not old or not _blank(body):
             self.tmpl.defines[name] = body
 
     def action(self) -> _Node | None:
@@ -418,7 +389,7 @@ class _Parser:
                 continue
             assign = op.value == "="
             if assign and var.value not in self.vars:
-                raise _Error(var.pos, f"undefined variable {go_quote(var.value)}")
+                raise _Error(var.pos, f"undefined variable {govalues.go_quote(var.value)}")
             break
         else:
             if decl:
@@ -441,7 +412,7 @@ class _Parser:
         if not cmds:
             raise _Error(start.pos, f"missing value for {context}")
         for n, cmd in enumerate(cmds[1:], 2):
-            if isinstance(cmd.args[0], _Const | _Nil | _Dot):
+            if isinstance(cmd.args[0], _Const | _Word):
                 raise _Error(cmd.pos, f"non executable command in pipeline stage {n}")
         return _Pipe(start.pos, tuple(decl), assign, cmds)
 
@@ -472,10 +443,11 @@ class _Parser:
             return _Field(node.pos, node.names + tuple(names))
         if isinstance(node, _Var):
             return _Var(node.pos, node.name, node.names + tuple(names))
-        if isinstance(node, _Const | _Nil):
+        if isinstance(node, _Const | _Word):
             raise _Error(
                 node.pos,
-                f"unexpected . after term {go_quote(self.toks[self.i - len(names) - 1].value)}",
+                "unexpected . after term "
+                + govalues.go_quote(self.toks[self.i - len(names) - 1].value),
             )
         return _Chain(node.pos, node, tuple(names))
 
@@ -486,18 +458,18 @@ class _Parser:
             return _Field(tok.pos, (value[1:],))
         if kind == "var":
             if value not in self.vars:
-                raise _Error(tok.pos, f"undefined variable {go_quote(value)}")
+                raise _Error(tok.pos, f"undefined variable {govalues.go_quote(value)}")
             return _Var(tok.pos, value)
         if kind == "ident":
             if value not in FUNCS:
                 raise _Error(tok.pos, _unknown_function(value))
             return _Ident(tok.pos, value)
         if kind == "punct" and value == ".":
-            return _Dot(tok.pos)
+            return _Word(tok.pos, ".")
         if kind == "punct" and value == "(":
             return self.pipeline("parenthesized pipeline", ")")
         if kind == "keyword" and value == "nil":
-            return _Nil(tok.pos)
+            return _Word(tok.pos, "nil")
         if kind == "bool":
             return _Const(tok.pos, value, value == "true")
         if kind in ("string", "raw"):
@@ -508,39 +480,15 @@ class _Parser:
 
 
 def _number(tok: _Tok) -> _Const:
-    """parse.NumberNode: an int, a float, or both (1e3 is both); a char constant is an int."""
-    text = tok.value
-    if tok.kind == "char":
-        body = _unquote(_Tok("string", '"' + tok.value[1:-1].replace('"', '\\"') + '"', tok.pos))
-        if len(body) != 1:
-            raise _Error(tok.pos, f"malformed character constant: {text}")
-        return _Const(tok.pos, text, ord(body), ord(body), float(ord(body)))
-    if text.endswith("i"):
-        raise _Error(tok.pos, f"complex constants are not supported: {text}")
-    as_int: int | None = None
-    as_float: float | None = None
-    body = text.lstrip("+-")
-    sign = -1 if text.startswith("-") else 1
     try:
-        octal = re.fullmatch(r"0[0-7_]+", body)
-        as_int = sign * (int(body[1:].replace("_", ""), 8) if octal else int(body, 0))
-    except ValueError:
-        as_int = None
-    try:
-        is_hex = body[:2] in ("0x", "0X")
-        as_float = sign * (float.fromhex(body) if is_hex else float(body.replace("_", "")))
-    except (ValueError, OverflowError):
-        as_float = None
-    if as_int is None and as_float is None:
-        raise _Error(tok.pos, f"bad number syntax: {go_quote(text)}")
-    if as_int is not None and not -(2**63) <= as_int < 2**64:
-        raise _Error(tok.pos, f"integer overflow: {go_quote(text)}")
-    if as_int is None and as_float is not None and as_float.is_integer() and abs(as_float) < 2**63:
-        as_int = int(as_float)
-    hex_int = text[:2] in ("0x", "0X") and not re.search("[pP]", text)
-    is_float = as_float is not None and not hex_int and bool(re.search("[.eEpP]", text))
-    value = as_float if is_float or as_int is None else as_int
-    return _Const(tok.pos, text, value, as_int, as_float)
+        value, as_int, as_float = govalues.go_number(tok.value)
+    except ValueError as err:
+        raise _Error(tok.pos, str(err)) from None
+    return _Const(tok.pos, tok.value, value, as_int, as_float)
+
+
+def _blank(nodes: list[_Node]) -> bool:
+    return all(isinstance(n, _Text) and not n.text.strip() for n in nodes)
 
 
 def _describe(tok: _Tok) -> str:
@@ -548,15 +496,15 @@ def _describe(tok: _Tok) -> str:
         return "EOF"
     if tok.kind == "close":
         return "}}"
-    return go_quote(tok.value) if tok.kind != "keyword" else f"<{tok.value}>"
+    return govalues.go_quote(tok.value) if tok.kind != "keyword" else f"<{tok.value}>"
 
 
 def _unknown_function(name: str) -> str:
     if name in REMOVED:
-        return f"function {go_quote(name)} not defined (Argo CD removes it from sprig's functions)"
+        return f"function {govalues.go_quote(name)} not defined (Argo CD removes it from sprig)"
     if name in UNSUPPORTED:
-        return f"function {go_quote(name)} is not supported by gitdrift's goTemplate renderer"
-    return f"function {go_quote(name)} not defined"
+        return f"function {govalues.go_quote(name)} is not supported by gitdrift's goTemplate"
+    return f"function {govalues.go_quote(name)} not defined"
 
 
 @lru_cache(maxsize=4096)
@@ -658,7 +606,7 @@ class _State:
     def call(self, dot: Any, node: _Call) -> None:
         body = self.tmpl.defines.get(node.name)
         if body is None:
-            raise _Error(node.pos, f"template {go_quote(node.name)} not defined")
+            raise _Error(node.pos, f"template {govalues.go_quote(node.name)} not defined")
         if self.depth >= MAX_DEPTH:
             raise _Error(node.pos, f"exceeded maximum template depth ({MAX_DEPTH})")
         value = MISSING if node.pipe is None else self.pipeline(dot, node.pipe)
@@ -700,10 +648,10 @@ class _State:
         self.no_args(first, cmd.args, final)
         if isinstance(first, _Pipe):
             return self.pipeline(dot, first)
-        if isinstance(first, _Dot):
+        if isinstance(first, _Word):
+            if first.word == "nil":
+                raise _Error(first.pos, "nil is not a command")
             return dot
-        if isinstance(first, _Nil):
-            raise _Error(first.pos, "nil is not a command")
         assert isinstance(first, _Const)
         return first.value
 
@@ -726,19 +674,19 @@ class _State:
             last = n == len(names) - 1
             if value is MISSING:
                 if self.missing == "error":
-                    raise _Error(node.pos, f"nil data; no entry for key {go_quote(name)}")
+                    raise _Error(node.pos, f"nil data; no entry for key {govalues.go_quote(name)}")
                 return MISSING
             if value is None:
                 raise _Error(node.pos, f"nil pointer evaluating interface {{}}.{name}")
             if not isinstance(value, dict):
-                typ = _type_name(value) if n == 0 else "interface {}"
+                typ = govalues.type_name(value) if n == 0 else "interface {}"
                 raise _Error(node.pos, f"can't evaluate field {name} in type {typ}")
             if last and has_args:
                 raise _Error(node.pos, f"{name} is not a method but has arguments")
             if name in value:
                 value = value[name]
             elif self.missing == "error":
-                raise _Error(node.pos, f"map has no entry for key {go_quote(name)}")
+                raise _Error(node.pos, f"map has no entry for key {govalues.go_quote(name)}")
             else:
                 value = None if self.missing == "zero" else MISSING
         return value
@@ -776,11 +724,11 @@ class _State:
     def arg(self, dot: Any, typ: str, node: _Node) -> Any:
         if isinstance(node, _Const):
             return _constant(node, typ)
-        if isinstance(node, _Nil):
+        if isinstance(node, _Word) and node.word == "nil":
             if typ in ("any", "map", "value"):
                 return None
-            raise _Error(node.pos, f"cannot assign nil to {_GO_TYPES.get(typ, typ)}")
-        if isinstance(node, _Dot):
+            raise _Error(node.pos, f"cannot assign nil to {govalues.GO_TYPES.get(typ, typ)}")
+        if isinstance(node, _Word):
             value = dot
         elif isinstance(node, _Field):
             value = self.fields(dot, dot, node, node.names, [node], _NOARG)
@@ -800,20 +748,10 @@ class _State:
         return self.check(node, value, typ)
 
     def check(self, node: _Node, value: Any, typ: str) -> Any:
-        """text/template's validateType: Go's assignability of a value to a parameter."""
-        if typ == "value":
-            return value
-        if typ == "any":
-            return None if value is MISSING else value
-        if value is MISSING:
-            if typ == "map":
-                return {}
-            raise _Error(node.pos, f"invalid value; expected {typ}")
-        want = _GO_TYPES.get(typ, typ)
-        if _type_name(value) != want:
-            got = "interface {}" if value is None else _type_name(value)
-            raise _Error(node.pos, f"wrong type for value; expected {want}; got {got}")
-        return value
+        try:
+            return govalues.assign(value, typ)
+        except FuncError as err:
+            raise _Error(node.pos, str(err)) from None
 
 
 def _param(fn: Func, i: int) -> str:
@@ -821,24 +759,10 @@ def _param(fn: Func, i: int) -> str:
 
 
 def _constant(node: _Const, typ: str) -> Any:
-    """A constant given to a parameter of type `typ` (parse.NumberNode's int and float)."""
-    value = node.value
-    if typ in ("any", "value"):
-        return value
-    if typ == "bool" and isinstance(value, bool):
-        return value
-    if typ == "string" and isinstance(value, str):
-        return value
-    if typ in ("int", "int64") and not isinstance(value, bool | str):
-        if node.as_int is None:
-            raise _Error(node.pos, f"expected integer; found {node.text}")
-        return Int64(node.as_int) if typ == "int64" else node.as_int
-    if typ == "float64" and not isinstance(value, bool | str) and node.as_float is not None:
-        return node.as_float
-    if typ in ("map",):
-        raise _Error(node.pos, f"can't handle {node.text} for arg of type {_GO_TYPES[typ]}")
-    expect = {"int": "integer", "int64": "integer", "float64": "float"}.get(typ, typ)
-    raise _Error(node.pos, f"expected {expect}; found {node.text}")
+    try:
+        return govalues.assign_constant(node.text, node.value, node.as_int, node.as_float, typ)
+    except FuncError as err:
+        raise _Error(node.pos, str(err)) from None
 
 
 # ---------------------------------------------------------------- the API
@@ -850,7 +774,7 @@ def render(text: str, data: Mapping[str, Any], *, options: Sequence[str] = ()) -
     for option in options:
         key, _, value = option.partition("=")
         if key != "missingkey" or value not in _MISSING_KEY:
-            raise TemplateError(f"unrecognized goTemplateOptions entry {go_quote(option)}")
+            raise TemplateError(f"unrecognized goTemplateOptions entry {govalues.go_quote(option)}")
         missing = _MISSING_KEY[value]
     try:
         tmpl = _parse(text)

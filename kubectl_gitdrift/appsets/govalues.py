@@ -12,7 +12,6 @@ with the Go parameter types text/template checks before a call (`Func.params`).
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from collections.abc import Callable, Sequence
@@ -287,6 +286,109 @@ def truth(v: Any) -> bool:
     return True
 
 
+# ---------------------------------------------------------------- Go's literals (strconv)
+
+_ESCAPE = re.compile(r"\\(x[0-9a-fA-F]{2}|u[0-9a-fA-F]{4}|U[0-9a-fA-F]{8}|[0-7]{3}|[abfnrtv\\'\"])")
+_SIMPLE = {"a": "\a", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t", "v": "\v"}
+
+
+def go_unquote(literal: str) -> str:
+    """strconv.Unquote of a string, raw string or character literal (ValueError if bad)."""
+    quote, body = literal[0], literal[1:-1]
+    if quote == "`":
+        return body.replace("\r", "")
+    if "\\" in _ESCAPE.sub("", body):
+        raise ValueError("invalid syntax")
+
+    def escape(m: re.Match[str]) -> str:
+        e = m[1]
+        if e[0] in "xuU":
+            return chr(int(e[1:], 16))
+        if e[0] in "01234567":
+            return chr(int(e, 8))
+        if e in "'\"" and e != quote:
+            raise ValueError("invalid syntax")
+        return _SIMPLE.get(e, e)
+
+    text = _ESCAPE.sub(escape, body)
+    if quote == "'" and len(text) != 1:
+        raise ValueError(f"malformed character constant: {literal}")
+    return text
+
+
+def go_number(text: str) -> tuple[Any, int | None, float | None]:
+    """parse.NumberNode: the constant as an interface{} gets it, and as an int and a float
+    where it is one (1e3 is both; a character constant is an int)."""
+    if text.startswith("'"):
+        code = ord(go_unquote(text))
+        return code, code, float(code)
+    if text.endswith("i"):
+        raise ValueError(f"complex constants are not supported: {text}")
+    body, sign = text.lstrip("+-"), -1 if text.startswith("-") else 1
+    as_int: int | None = None
+    as_float: float | None = None
+    try:
+        octal = re.fullmatch(r"0[0-7_]+", body)
+        as_int = sign * (int(body[1:].replace("_", ""), 8) if octal else int(body, 0))
+    except ValueError:
+        pass
+    try:
+        is_hex = body[:2] in ("0x", "0X")
+        as_float = sign * (float.fromhex(body) if is_hex else float(body.replace("_", "")))
+    except (ValueError, OverflowError):
+        pass
+    if as_int is None and as_float is None:
+        raise ValueError(f"bad number syntax: {go_quote(text)}")
+    if as_int is not None and not -(2**63) <= as_int < 2**64:
+        raise ValueError(f"integer overflow: {go_quote(text)}")
+    if as_int is None and as_float is not None and as_float.is_integer() and abs(as_float) < 2**63:
+        as_int = int(as_float)
+    hex_int = text[:2] in ("0x", "0X") and not re.search("[pP]", text)
+    is_float = as_float is not None and not hex_int and bool(re.search("[.eEpP]", text))
+    return (as_float if is_float or as_int is None else as_int), as_int, as_float
+
+
+# ---------------------------------------------------------------- text/template's assignability
+
+GO_TYPES = {"map": "map[string]interface {}", "any": "interface {}", "value": "reflect.Value"}
+
+
+def assign(value: Any, typ: str) -> Any:
+    """text/template's validateType: a value given to a parameter of Go type `typ`."""
+    if typ == "value":
+        return value
+    if typ == "any":
+        return None if value is MISSING else value
+    want = GO_TYPES.get(typ, typ)
+    if value is MISSING:
+        if typ == "map":
+            return {}
+        raise FuncError(f"invalid value; expected {want}")
+    if type_name(value) != want:
+        got = "interface {}" if value is None else type_name(value)
+        raise FuncError(f"wrong type for value; expected {want}; got {got}")
+    return value
+
+
+def assign_constant(
+    text: str, value: Any, as_int: int | None, as_float: float | None, typ: str
+) -> Any:
+    """A constant given to a parameter of Go type `typ` (parse.NumberNode's int and float)."""
+    if typ in ("any", "value") or (typ, type(value)) in (("bool", bool), ("string", str)):
+        return value
+    number = not isinstance(value, bool | str)
+    if typ in ("int", "int64") and number:
+        if as_int is None:
+            raise FuncError(f"expected integer; found {text}")
+        return Int64(as_int) if typ == "int64" else as_int
+    if typ == "float64" and number and as_float is not None:
+        return as_float
+    if typ == "map":
+        raise FuncError(f"can't handle {text} for arg of type {GO_TYPES[typ]}")
+    expect = {"int": "integer", "int64": "integer", "float64": "float"}.get(typ, typ)
+    raise FuncError(f"expected {expect}; found {text}")
+
+
 # ---------------------------------------------------------------- conversions (spf13/cast)
 
 
@@ -346,58 +448,10 @@ def empty(v: Any) -> bool:
     return not truth(v) if not isinstance(v, datetime) else False
 
 
-# ---------------------------------------------------------------- encoding/json
+# ---------------------------------------------------------------- Masterminds/semver v3
 
-
-def go_json(v: Any, indent: str | None = None, html: bool = True, depth: int = 0) -> str:
-    """encoding/json's Marshal (MarshalIndent with `indent`): keys sorted, Go's floats."""
-    if v is None or v is MISSING:
-        return "null"
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    if isinstance(v, int):
-        return str(int(v))
-    if isinstance(v, float):
-        if not math.isfinite(v):
-            raise FuncError(f"json: unsupported value: {format_float(v)}")
-        text = format_float(v, "e" if v and not 1e-6 <= abs(v) < 1e21 else "f")
-        return re.sub(r"e-0(\d)$", r"e-\1", text)
-    if isinstance(v, str):
-        text = json.dumps(v, ensure_ascii=False)
-        if html:
-            text = text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
-        return text.replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
-    if isinstance(v, datetime):
-        return json.dumps(v.isoformat().replace("+00:00", "Z"))
-    if isinstance(v, dict | list | tuple):
-        is_map = isinstance(v, dict)
-        items = [
-            (go_json(k, None, html) + (": " if indent is not None else ":") if is_map else "")
-            + go_json(v[k] if is_map else k, indent, html, depth + 1)
-            for k in (sorted(v) if is_map else v)
-        ]
-        start, end = ("{", "}") if is_map else ("[", "]")
-        if indent is None or not items:
-            return start + ",".join(items) + end
-        pad = "\n" + indent * (depth + 1)
-        return start + pad + ("," + pad).join(items) + "\n" + indent * depth + end
-    raise FuncError(f"json: unsupported type: {type_name(v)}")
-
-
-def json_floats(v: Any) -> Any:
-    """What encoding/json decodes into interface{}: every number a float64."""
-    if isinstance(v, dict):
-        return {k: json_floats(e) for k, e in v.items()}
-    if isinstance(v, list):
-        return [json_floats(e) for e in v]
-    if isinstance(v, int) and not isinstance(v, bool):
-        return float(v)
-    return v
-
-
-# ---------------------------------------------------------------- sprig: semverCompare (Masterminds/semver v3)
-
-_CV = r"v?([0-9xX*]+)(\.[0-9xX*]+)?(\.[0-9xX*]+)?(-[0-9A-Za-z\-]+(?:\.[0-9A-Za-z\-]+)*)?(\+[0-9A-Za-z\-]+(?:\.[0-9A-Za-z\-]+)*)?"
+_PARTS = r"[0-9A-Za-z\-]+(?:\.[0-9A-Za-z\-]+)*"
+_CV = rf"v?([0-9xX*]+)(\.[0-9xX*]+)?(\.[0-9xX*]+)?(-{_PARTS})?(\+{_PARTS})?"
 _OPS = r"=>|=<|>=|<=|!=|~>|=|>|<|~|\^|"
 _ONE = re.compile(rf"({_OPS})\s*({_CV})")
 _VALID = re.compile(rf"^(\s*({_OPS})\s*{_CV}\s*)((?:\s+|,\s*)({_OPS})\s*{_CV}\s*)*$")
@@ -522,40 +576,40 @@ def semver_compare(constraint: str, version: str) -> bool:
 _LAYOUT = re.compile(
     r"2006|January|Jan|Monday|Mon|MST|Z07:00|-07:00|-0700|\.000000000|\.000000|\.000|01|02|_2|15|03|04|05|06|PM|pm|1|2|3|4|5"
 )
-_STRFTIME = {"2006": "%Y", "January": "%B", "Jan": "%b", "Monday": "%A", "Mon": "%a", "MST": "%Z",
-             "01": "%m", "02": "%d", "15": "%H", "03": "%I", "04": "%M", "05": "%S", "06": "%y", "PM": "%p"}  # fmt: skip
+_STRFTIME = {"2006": "%Y", "January": "%B", "Jan": "%b", "Monday": "%A", "Mon": "%a",
+             "MST": "%Z", "01": "%m", "02": "%d", "15": "%H", "03": "%I", "04": "%M",
+             "05": "%S", "06": "%y", "PM": "%p"}  # fmt: skip
 
 
 def go_date(layout: str, when: Any) -> str:
     """time.Format with Go's reference layout (Mon Jan 2 15:04:05 MST 2006)."""
     if isinstance(when, int | float) and not isinstance(when, bool):
         when = datetime.fromtimestamp(when, timezone.utc)
-    if not isinstance(when, datetime):
-        when = datetime.now(timezone.utc)
+    stamp: datetime = when if isinstance(when, datetime) else datetime.now(timezone.utc)
 
     def part(m: re.Match[str]) -> str:
         token = m[0]
         if token in _STRFTIME:
-            return when.strftime(_STRFTIME[token])
+            return stamp.strftime(_STRFTIME[token])
         if token.startswith("."):
-            return "." + f"{when.microsecond:06d}000"[: len(token) - 1]
+            return "." + f"{stamp.microsecond:06d}000"[: len(token) - 1]
         if token in ("Z07:00", "-07:00", "-0700"):
-            offset = when.strftime("%z") or "+0000"
+            offset = stamp.strftime("%z") or "+0000"
             if token == "Z07:00" and offset == "+0000":
                 return "Z"
             return offset if token == "-0700" else offset[:3] + ":" + offset[3:]
         simple = {
-            "1": when.month,
-            "2": when.day,
-            "3": when.hour % 12 or 12,
-            "4": when.minute,
-            "5": when.second,
+            "1": stamp.month,
+            "2": stamp.day,
+            "3": stamp.hour % 12 or 12,
+            "4": stamp.minute,
+            "5": stamp.second,
         }
         if token == "_2":
-            return f"{when.day:2d}"
+            return f"{stamp.day:2d}"
         return (
             "pm"
-            if token == "pm" and when.hour >= 12
+            if token == "pm" and stamp.hour >= 12
             else "am"
             if token == "pm"
             else str(simple[token])
@@ -625,7 +679,7 @@ def lt(a: Any, b: Any) -> bool:
 
 @_def("le", "value", "value")
 def _le(a: Any, b: Any) -> bool:
-    return lt(a, b) or eq(a, b)
+    return bool(lt(a, b) or eq(a, b))
 
 
 @_def("gt", "value", "value")

@@ -40,9 +40,7 @@ from kubectl_gitdrift.appsets.govalues import (
     format_float,
     go_date,
     go_int,
-    go_json,
     go_quote,
-    json_floats,
     kind_name,
     semver_compare,
     show,
@@ -360,6 +358,52 @@ _add("round", "any int ...float64", _round)
 # ---------------------------------------------------------------- sprig: defaults, JSON, YAML
 
 
+def go_json(v: Any, indent: str | None = None, html: bool = True, depth: int = 0) -> str:
+    """encoding/json's Marshal (MarshalIndent with `indent`): keys sorted, Go's floats."""
+    if v is None or v is MISSING:
+        return "null"
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, int):
+        return str(int(v))
+    if isinstance(v, float):
+        if not math.isfinite(v):
+            raise FuncError(f"json: unsupported value: {format_float(v)}")
+        text = format_float(v, "e" if v and not 1e-6 <= abs(v) < 1e21 else "f")
+        return re.sub(r"e-0(\d)$", r"e-\1", text)
+    if isinstance(v, str):
+        text = json.dumps(v, ensure_ascii=False)
+        if html:
+            text = text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+        return text.replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
+    if isinstance(v, datetime):
+        return json.dumps(v.isoformat().replace("+00:00", "Z"))
+    if isinstance(v, dict | list | tuple):
+        is_map = isinstance(v, dict)
+        items = [
+            (go_json(k, None, html) + (": " if indent is not None else ":") if is_map else "")
+            + go_json(v[k] if is_map else k, indent, html, depth + 1)
+            for k in (sorted(v) if is_map else v)
+        ]
+        start, end = ("{", "}") if is_map else ("[", "]")
+        if indent is None or not items:
+            return start + ",".join(items) + end
+        pad = "\n" + indent * (depth + 1)
+        return start + pad + ("," + pad).join(items) + "\n" + indent * depth + end
+    raise FuncError(f"json: unsupported type: {type_name(v)}")
+
+
+def json_floats(v: Any) -> Any:
+    """What encoding/json decodes into interface{}: every number a float64."""
+    if isinstance(v, dict):
+        return {k: json_floats(e) for k, e in v.items()}
+    if isinstance(v, list):
+        return [json_floats(e) for e in v]
+    if isinstance(v, int) and not isinstance(v, bool):
+        return float(v)
+    return v
+
+
 def _from_json(s: str) -> Any:
     try:
         return json_floats(json.loads(s))
@@ -447,7 +491,8 @@ def _from_yaml(s: str, want: type) -> Any:
     if not isinstance(doc, want):
         go = "map[string]interface {}" if want is dict else "[]interface {}"
         raise FuncError(
-            f"error unmarshaling JSON: json: cannot unmarshal {kind_name(doc)} into Go value of type {go}"
+            f"error unmarshaling JSON: json: cannot unmarshal {kind_name(doc)} into Go value"
+            f" of type {go}"
         )
     return json_floats(json.loads(go_json(doc)))
 
@@ -492,7 +537,8 @@ def _dig(*args: Any) -> Any:
     for key in args[:-2]:
         if not isinstance(value, dict):
             raise FuncError(
-                f"interface conversion: interface {{}} is {type_name(value)}, not map[string]interface {{}}"
+                f"interface conversion: interface {{}} is {type_name(value)}, "
+                "not map[string]interface {}"
             )
         if key not in value:
             return default
@@ -561,30 +607,31 @@ _add("omit", "map ...string", lambda d, *ks: {k: v for k, v in d.items() if k no
 _add("merge mustMerge", "map ...map", _merger(False))
 _add("mergeOverwrite mustMergeOverwrite", "map ...map", _merger(True))
 _add("dig", "...any", _dig)
-_add("append push mustAppend mustPush", "any any", _list_fn("push", lambda l, v: [*l, v]))
-_add("prepend mustPrepend", "any any", _list_fn("prepend", lambda l, v: [v, *l]))
-_add("first mustFirst", "any", _list_fn("find first", lambda l: l[0] if l else None))
-_add("last mustLast", "any", _list_fn("find last", lambda l: l[-1] if l else None))
-_add("rest mustRest", "any", _list_fn("find rest", lambda l: l[1:] if l else None))
-_add("initial mustInitial", "any", _list_fn("find initial", lambda l: l[:-1] if l else None))
-_add("reverse mustReverse", "any", _list_fn("find reverse", lambda l: l[::-1]))
+_add("append push mustAppend mustPush", "any any", _list_fn("push", lambda xs, v: [*xs, v]))
+_add("prepend mustPrepend", "any any", _list_fn("prepend", lambda xs, v: [v, *xs]))
+_add("first mustFirst", "any", _list_fn("find first", lambda xs: xs[0] if xs else None))
+_add("last mustLast", "any", _list_fn("find last", lambda xs: xs[-1] if xs else None))
+_add("rest mustRest", "any", _list_fn("find rest", lambda xs: xs[1:] if xs else None))
+_add("initial mustInitial", "any", _list_fn("find initial", lambda xs: xs[:-1] if xs else None))
+_add("reverse mustReverse", "any", _list_fn("find reverse", lambda xs: xs[::-1]))
 _add("uniq mustUniq", "any", _list_fn("find uniq", _uniq))
-_add("compact mustCompact", "any", _list_fn("compact", lambda l: [e for e in l if not empty(e)]))
+_add("compact mustCompact", "any", _list_fn("compact", lambda xs: [e for e in xs if not empty(e)]))
 _add(
     "without mustWithout",
     "any ...any",
-    _list_fn("find without", lambda l, *o: [e for e in l if not _has(e, list(o))]),
+    _list_fn("find without", lambda xs, *o: [e for e in xs if not _has(e, list(o))]),
 )
 _add("has mustHas", "any any", _has)
 _add("slice mustSlice", "any ...any", _list_fn("slice", _sprig_slice))
-_add("concat", "...any", lambda *ls: [e for l in ls if l is not None for e in _slice(l, "concat")])
+_add("concat", "...any", lambda *ls: [e for xs in ls if xs is not None for e in _slice(xs, "cat")])
 _add("chunk mustChunk", "int any", lambda n, v: _chunk(n, _slice(v, "chunk")))
 
 
 # ---------------------------------------------------------------- sprig: regular expressions
 
-_POSIX = {"alpha": "a-zA-Z", "digit": "0-9", "alnum": "0-9a-zA-Z", "upper": "A-Z", "lower": "a-z",
-          "space": r"\t\n\v\f\r ", "xdigit": "0-9A-Fa-f", "word": "0-9A-Za-z_", "punct": r"!-/:-@\[-`{-~"}  # fmt: skip
+_POSIX = {"alpha": "a-zA-Z", "digit": "0-9", "alnum": "0-9a-zA-Z", "upper": "A-Z",
+          "lower": "a-z", "space": r"\t\n\v\f\r ", "xdigit": "0-9A-Fa-f", "word": "0-9A-Za-z_",
+          "punct": r"!-/:-@\[-`{-~"}  # fmt: skip
 
 
 def _rx(pattern: str) -> re.Pattern[str]:
@@ -645,7 +692,8 @@ def _rsplit(pattern: str, s: str, n: int) -> list[str]:
         return []
     if pattern and not s:
         return [""]
-    out, beg, end = [], 0, 0
+    out: list[str] = []
+    beg = end = 0
     for m in _matches(_rx(pattern), s):
         if n > 0 and len(out) == n - 1:
             break
@@ -715,11 +763,11 @@ def _slugify(*args: Any) -> str:
                 f"interface conversion: interface {{}} is {type_name(arg)}, not {want.__name__}"
             )
         if i == len(args) - 1:
-            name = arg
+            name = str(arg)
         elif i == 0:
-            max_size = arg
+            max_size = int(arg)
         elif i == 1:
-            smart = arg
+            smart = bool(arg)
     text = sanitize_name(name).strip()
     if not smart and len(text) >= max_size:
         text = text[:max_size]
