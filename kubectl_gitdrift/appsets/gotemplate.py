@@ -53,7 +53,7 @@ _TOKEN = re.compile(
     |(?P<var>\$\w*)
     |(?P<string>"(?:[^"\\\n]|\\.)*")
     |(?P<raw>`[^`]*`)
-    |(?P<char>'(?:[^'\\\n]|\\[^\n][^'\n]*)')
+    |(?P<char>'(?:[^'\\\n]|\\.)*')
     |(?P<ident>[^\W\d]\w*)
     |(?P<punct>:=|[()|,=.])""",
     re.VERBOSE,
@@ -241,7 +241,7 @@ class _Parser:
         self.toks = _lex(text)
         self.i = 0
         self.vars = ["$"]
-        self.range_depth = 0
+        self.range_depth = self.parens = 0
         self.tmpl = _Template([])
 
     def peek(self) -> _Tok:
@@ -283,7 +283,7 @@ class _Parser:
                 return nodes, word
             if word.kind == "keyword" and word.value == "define":
                 if not top:
-                    raise _Error(word.pos, "unexpected {{define}}: not at the top level")
+                    raise _Error(word.pos, "unexpected <define> in command")
                 self.next()
                 self.define(word)
                 continue
@@ -422,6 +422,8 @@ class _Parser:
         while True:
             tok = self.peek()
             if tok.kind in ("close", "eof") or (tok.kind == "punct" and tok.value in "|)"):
+                if tok.value == ")" and not self.parens:
+                    raise _Error(tok.pos, 'unexpected ")" in command')
                 break
             args.append(self.operand())
         if not args:
@@ -467,7 +469,10 @@ class _Parser:
         if kind == "punct" and value == ".":
             return _Word(tok.pos, ".")
         if kind == "punct" and value == "(":
-            return self.pipeline("parenthesized pipeline", ")")
+            self.parens += 1
+            pipe = self.pipeline("parenthesized pipeline", ")")
+            self.parens -= 1
+            return pipe
         if kind == "keyword" and value == "nil":
             return _Word(tok.pos, "nil")
         if kind == "bool":
@@ -641,7 +646,7 @@ class _State:
                 return value
             return self.fields(dot, value, first, first.names, cmd.args, final)
         if isinstance(first, _Chain):
-            value = self.arg(dot, "any", first.node)
+            value = self.arg(dot, "value", first.node)
             return self.fields(dot, value, first, first.names, cmd.args, final)
         if isinstance(first, _Ident):
             return self.function(dot, first, cmd.args, final)
@@ -738,7 +743,7 @@ class _State:
                 value = self.fields(dot, value, node, node.names, [node], _NOARG)
         elif isinstance(node, _Chain):
             value = self.fields(
-                dot, self.arg(dot, "any", node.node), node, node.names, [node], _NOARG
+                dot, self.arg(dot, "value", node.node), node, node.names, [node], _NOARG
             )
         elif isinstance(node, _Pipe):
             value = self.pipeline(dot, node)

@@ -212,12 +212,25 @@ def sprintf(fmt: str, args: Sequence[Any]) -> str:
             continue
         arg = args[used]
         used += 1
-        out.append(_pad(_verb(verb, flags, sizes[1], arg), flags, sizes[0], verb, arg))
+        out.append(_fmt(verb, flags, sizes[0], sizes[1], arg))
     out.append(fmt[pos:])
     if used < len(args):
         extra = ", ".join(f"{type_name(a)}={show(a)}" for a in args[used:])
         out.append(f"%!(EXTRA {extra})")
     return "".join(out)
+
+
+def _fmt(verb: str, flags: str, width: int | None, prec: int | None, arg: Any) -> str:
+    """One verb: lists and maps get it element by element (keys too), as fmt does."""
+    if verb != "T" and isinstance(arg, list | tuple):
+        return "[" + " ".join(_fmt(verb, flags, width, prec, e) for e in arg) + "]"
+    if verb != "T" and isinstance(arg, dict):
+        pairs = (
+            f"{_fmt(verb, flags, width, prec, k)}:{_fmt(verb, flags, width, prec, arg[k])}"
+            for k in sorted(arg)
+        )
+        return "map[" + " ".join(pairs) + "]"
+    return _pad(_verb(verb, flags, prec, arg), flags, width, verb, arg)
 
 
 def _pad(text: str, flags: str, width: int | None, verb: str, arg: Any) -> str:
@@ -235,12 +248,10 @@ def _numeric(v: Any) -> bool:
 
 
 def _verb(verb: str, flags: str, prec: int | None, arg: Any) -> str:
-    if isinstance(arg, list | tuple) and verb != "T":
-        return "[" + " ".join(_verb(verb, flags, prec, e) for e in arg) + "]"
     if verb == "T":
         return type_name(arg)
     is_int = isinstance(arg, int) and not isinstance(arg, bool)
-    if verb == "v" or (verb == "s" and isinstance(arg, str | dict)):
+    if verb == "v" or (verb == "s" and isinstance(arg, str)):
         text = show(arg)
         return text[:prec] if prec is not None and isinstance(arg, str) else text
     if verb == "t" and isinstance(arg, bool):

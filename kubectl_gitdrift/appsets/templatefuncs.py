@@ -490,8 +490,11 @@ def _from_yaml(s: str, want: type) -> Any:
         return want()
     if not isinstance(doc, want):
         go = "map[string]interface {}" if want is dict else "[]interface {}"
+        kind = {"map": "object", "slice": "array", "float64": "number", "int": "number"}.get(
+            kind_name(doc), kind_name(doc)
+        )
         raise FuncError(
-            f"error unmarshaling JSON: json: cannot unmarshal {kind_name(doc)} into Go value"
+            f"error unmarshaling JSON: while decoding JSON: json: cannot unmarshal {kind} into Go value"
             f" of type {go}"
         )
     return json_floats(json.loads(go_json(doc)))
@@ -583,7 +586,7 @@ def _sprig_slice(items: list[Any], *bounds: Any) -> list[Any]:
 def _chunk(size: int, items: list[Any]) -> list[list[Any]]:
     if size <= 0:
         raise FuncError("runtime error: integer divide by zero")
-    return [items[i : i + size] for i in range(0, len(items), size)] or [[]]
+    return [items[i : i + size] for i in range(0, len(items), size)]
 
 
 def _has(needle: Any, haystack: Any) -> bool:
@@ -611,8 +614,8 @@ _add("append push mustAppend mustPush", "any any", _list_fn("push", lambda xs, v
 _add("prepend mustPrepend", "any any", _list_fn("prepend", lambda xs, v: [v, *xs]))
 _add("first mustFirst", "any", _list_fn("find first", lambda xs: xs[0] if xs else None))
 _add("last mustLast", "any", _list_fn("find last", lambda xs: xs[-1] if xs else None))
-_add("rest mustRest", "any", _list_fn("find rest", lambda xs: xs[1:] if xs else None))
-_add("initial mustInitial", "any", _list_fn("find initial", lambda xs: xs[:-1] if xs else None))
+_add("rest mustRest", "any", _list_fn("find rest", lambda xs: xs[1:]))
+_add("initial mustInitial", "any", _list_fn("find initial", lambda xs: xs[:-1]))
 _add("reverse mustReverse", "any", _list_fn("find reverse", lambda xs: xs[::-1]))
 _add("uniq mustUniq", "any", _list_fn("find uniq", _uniq))
 _add("compact mustCompact", "any", _list_fn("compact", lambda xs: [e for e in xs if not empty(e)]))
@@ -760,7 +763,7 @@ def _slugify(*args: Any) -> str:
         want = str if i == len(args) - 1 else int if i == 0 else bool
         if type(arg) is not want:
             raise FuncError(
-                f"interface conversion: interface {{}} is {type_name(arg)}, not {want.__name__}"
+                f"interface conversion: interface {{}} is {type_name(arg)}, not {type_name(want())}"
             )
         if i == len(args) - 1:
             name = str(arg)

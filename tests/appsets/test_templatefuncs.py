@@ -1,0 +1,240 @@
+"""Argo CD's goTemplate functions (appsets/templatefuncs.py), rendered through the template.
+
+Go cannot fetch sprig here, so the expectations are sprig's own (its *_test.go files at v3.3.0)
+and Argo CD's (applicationset/utils/utils_test.go), restated as cases; the rest follow from the
+Go functions each sprig function calls (strings, strconv, path, regexp, encoding/json).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from kubectl_gitdrift.appsets.gotemplate import TemplateError, render
+from kubectl_gitdrift.appsets.templatefuncs import FUNCS, REMOVED, UNSUPPORTED
+
+DATA: dict[str, Any] = {
+    "path": {"path": "apps/team-a/guest_book", "basename": "guest_book"},
+    "branch": "feat/a_really+long_pull_request_name_to_test_argo_slugification_and_branch_name",
+    "labels": {"env": "prod", "tier": "web"},
+    "replicas": 3,
+    "ratio": 1.5,
+    "none": None,
+    "list": ["b", "a", "c", "a"],
+    "json": '{"foo": 55, "list": [1, "x"]}',
+    "yaml": "hello: world\nreplicas: 3\nnested:\n  list: [a, b]",
+    "yamlList": "- hello world\n- bonjour tout le monde",
+}
+
+CASES = [
+    # strings (sprig strings_test.go)
+    ('{{"fooo" | substr 0 3 }}', "foo"),
+    ('{{"foo" | substr 0 10 }}', "foo"),
+    ('{{ "foooooo" | trunc 3 }}', "foo"),
+    ('{{ "baaaaaar" | trunc -3 }}', "aar"),
+    ('{{ "baaaaaar" | trunc -999 }}', "baaaaaar"),
+    ('{{ "baaaaaz" | trunc 0 }}', ""),
+    ('{{quote "a" "b" "c"}}', '"a" "b" "c"'),
+    ('{{quote "\\"a\\"" "b" "c"}}', '"\\"a\\"" "b" "c"'),
+    ("{{quote 1 2 3 }}", '"1" "2" "3"'),
+    ("{{ .none | quote }}", ""),
+    ('{{squote "a" "b" "c"}}', "'a' 'b' 'c'"),
+    ("{{squote 1 2 3 }}", "'1' '2' '3'"),
+    ('{{if contains "cat" "fair catch"}}1{{end}}', "1"),
+    ('{{if hasPrefix "cat" "catch"}}1{{end}}', "1"),
+    ('{{if hasSuffix "cat" "ducat"}}1{{end}}', "1"),
+    ('{{trim "   5.00   "}}', "5.00"),
+    ('{{trimAll "$" "$5.00$"}}', "5.00"),
+    ('{{trimPrefix "$" "$5.00"}}', "5.00"),
+    ('{{trimSuffix "$" "5.00$"}}', "5.00"),
+    ('{{$v := "foo$bar$baz" | split "$"}}{{$v._0}}{{$v._2}}', "foobaz"),
+    ('{{$v := "foo$bar$baz" | splitn "$" 2}}{{$v._1}}', "bar$baz"),
+    ('{{ splitList "/" .path.path }}', "[apps team-a guest_book]"),
+    ("{{ $s := list 1 2 3 | toStrings }}{{ index $s 1 | kindOf }}", "string"),
+    ('{{ tuple "a" "b" "c" | join "-" }}', "a-b-c"),
+    ('{{ tuple 1 2 3 | join "-" }}', "1-2-3"),
+    ('{{ join "-" .path.basename }}', "guest_book"),
+    ('{{ list "c" "a" "b" | sortAlpha | join "" }}', "abc"),
+    ('{{ list 2 1 4 3 | sortAlpha | join "" }}', "1234"),
+    ('{{b64enc "coffee"}}|{{ b64dec "Y29mZmVl" }}', "Y29mZmVl|coffee"),
+    ('{{b32enc "coffee"}}|{{ b32dec "MNXWMZTFMU======" }}', "MNXWMZTFMU======|coffee"),
+    ('{{nospace "h e l l o "}}', "hello"),
+    ('{{untitle "First Try"}}|{{ title "hello wORLD-x_y" }}', "first Try|Hello WORLD-X_y"),
+    ('{{$b := "b"}}{{"c" | cat "a" $b}}', "a b c"),
+    ('{{ .none | cat "a" "b"}}', "a b"),
+    ('{{indent 4 "a\\nb\\nc"}}', "    a\n    b\n    c"),
+    ('{{nindent 4 "a\\nb\\nc"}}', "\n    a\n    b\n    c"),
+    ('{{"I Am Henry VIII" | replace " " "-"}}', "I-Am-Henry-VIII"),
+    ('{{$num := len "two"}}{{$num}} {{$num | plural "1 char" "chars"}}', "3 chars"),
+    ('{{ repeat 3 "ab" }}|{{ upper "é-x" }}|{{ lower "ABC" }}', "ababab|É-X|abc"),
+    ('{{ sha256sum "abc" | trunc 16 }}', "ba7816bf8f01cfea"),
+    ('{{ sha1sum "abc" }}', "a9993e364706816aba3e25717850c26c9cd0d89d"),
+    ('{{ adler32sum "abc" }}', "38600999"),
+    ("{{ toString 3 }}|{{ toString .ratio }}|{{ toString .labels }}", "3|1.5|map[env:prod tier:web]"),
+    # paths
+    ('{{ base "a/b/c.yaml" }} {{ dir "a/b/c.yaml" }} {{ ext "c.tar.gz" }}', "c.yaml a/b .gz"),
+    ('{{ clean "a//b/../c/" }} {{ base "" }} {{ dir "x" }} {{ isAbs "/a" }}', "a/c . . true"),
+    # numbers (sprig numeric_test.go)
+    ("{{range $i, $e := until 5}}{{$i}}{{$e}}{{end}}", "0011223344"),
+    ("{{range $i, $e := until -5}}{{$i}}{{$e}} {{end}}", "00 1-1 2-2 3-3 4-4 "),
+    ("{{range $i, $e := untilStep 3 6 1}}{{$i}}{{$e}}{{end}}", "031425"),
+    ("{{range $i, $e := untilStep 0 -10 -2}}{{$i}}{{$e}} {{end}}", "00 1-2 2-4 3-6 4-8 "),
+    ("{{range $i, $e := untilStep 3 99 0}}{{$i}}{{$e}}{{end}}", ""),
+    ("{{ biggest 1 2 3 345 5 6 7}} {{ max 345 }} {{ min 1 2 3 345 5 6 7 }}", "345 345 1"),
+    ("{{ maxf 1 2 3 345.7 5 6 7}} {{ minf 1.4 2 3 345.6 5 6 7 }}", "345.7 1.4"),
+    ("{{ 3 | add1 }} {{ 3.4 | add1f }} {{ 3 | add 1 2 }} {{ 3 | addf 1.5 2.2 }}", "4 4.4 6 6.7"),
+    ("{{ 4 | div 5 }} {{ 2 | divf 5 4 }} {{ 1 | mul \"2\" 3 \"4\" }}", "1 0.625 24"),
+    ('{{ 1.2 | mulf "2.4" 10 "4" }} {{ 3 | sub 14 }} {{ 3 | subf 4.5 1 }}', "115.2 11 0.5"),
+    ("{{ div -7 2 }} {{ mod -7 2 }} {{ mod 7 -2 }}", "-3 -1 1"),
+    ("{{ seq 0 1 3 }}|{{ seq 0 3 10 }}|{{ seq 3 3 2 }}|{{ seq 3 -3 2 }}|{{ seq }}", "0 1 2 3|0 3 6 9||3|"),
+    ("{{ seq 0 4 }}|{{ seq 5 }}|{{ seq -5 }}|{{ seq 0 }}|{{ seq 0 -4 }}", "0 1 2 3 4|1 2 3 4 5|1 0 -1 -2 -3 -4 -5|1 0|0 -1 -2 -3 -4"),
+    ('{{ atoi "42" }} {{ atoi "4x" }} {{ int "0x1F" }} {{ int "010" }} {{ int "12.00" }}', "42 0 31 8 12"),
+    ('{{ int 3.9 }} {{ int64 "7" }} {{ float64 "2.5" }} {{ float64 "x" }} {{ int .none }}', "3 7 2.5 0 0"),
+    ("{{ ceil 1.2 }} {{ floor 1.8 }} {{ round 3.14159 2 }} {{ round 2.5 0 }}", "2 1 3.14 3"),
+    ("{{ add .replicas 1 | typeOf }} {{ len .list | typeOf }} {{ int 2 | typeOf }}", "int64 int int"),
+    # defaults (sprig defaults_test.go)
+    ('{{"" | default "foo"}} {{ default "foo" 234 }} {{ default "foo" 2.34 }}', "foo 234 2.34"),
+    ('{{ .Nothing | default "123" }} {{ default "123" }} {{ .none | default "n" }}', "123 123 n"),
+    ("{{if empty 1}}1{{else}}0{{end}}{{if empty 0}}1{{else}}0{{end}}{{if empty \"\"}}1{{end}}", "011"),
+    ("{{if empty 0.0}}1{{end}}{{if empty false}}1{{end}}{{if empty .top.NoSuchThing}}1{{end}}", "111"),
+    ('{{ coalesce 1 }} {{ coalesce "" 0 nil 2 }} {{ coalesce .none .x "z" }}', "1 2 z"),
+    ("{{ coalesce }}", "<no value>"),
+    ('{{ all 1 }} {{ all "" 0 nil 2 }} {{ all }} {{ any "" 0 nil 2 }} {{ any }}', "true false true true false"),
+    ('{{true | ternary "foo" "bar"}} {{ternary "foo" "bar" false}}', "foo bar"),
+    # JSON and YAML
+    ("{{ .json | fromJson }}", "map[foo:55 list:[1 x]]"),
+    ("{{ (.json | fromJson).foo | typeOf }}", "float64"),
+    ('{{ fromJson "not json" }}', "<no value>"),
+    ("{{ .labels | toJson }}", '{"env":"prod","tier":"web"}'),
+    ('{{ dict "b" 1.0 "a" (list 1e6 0.000001 1e-7 "<&>") | toJson }}', '{"a":[1000000,0.000001,1e-7,"\\u003c\\u0026\\u003e"],"b":1}'),
+    ('{{ dict "html" "<HEAD>" | toRawJson }}', '{"html":"<HEAD>"}'),
+    ('{{ dict "n" 42 "s" "t" | toPrettyJson }}', '{\n  "n": 42,\n  "s": "t"\n}'),
+    ("{{ list | toPrettyJson }} {{ dict | toPrettyJson }}", "[] {}"),
+    ('{{ get (fromYaml .yaml) "hello" }} {{ (fromYaml .yaml).replicas | typeOf }}', "world float64"),
+    ("{{ fromYamlArray .yamlList | last }}", "bonjour tout le monde"),
+    ('{{ fromYaml "" }} {{ fromYamlArray "" }}', "map[] []"),
+    (
+        '{{ dict "foo" (dict "bar" (dict "bool" true "number" 2 "str" "Hello world")) | toYaml | indent 2 }}',
+        "  foo:\n    bar:\n      bool: true\n      number: 2\n      str: Hello world",
+    ),
+    ('{{ dict "s" "true" "e" "" "n" "1" "l" (list "a") "m" "a\\nb" | toYaml }}', 'e: ""\nl:\n- a\nm: |-\n  a\n  b\nn: "1"\ns: "true"'),
+    # dicts (sprig dict_test.go)
+    ('{{$d := dict 1 2 "three" "four" 5}}{{range $k, $v := $d}}{{$k}}{{$v}}{{end}}', "125threefour"),
+    ('{{$t := dict "I" "shot" "the" "albatross"}}{{$t.the}} {{$t.I}}', "albatross shot"),
+    ('{{ dict "foo" 1 "bar" 2 | keys | sortAlpha }} {{ dict | keys }}', "[bar foo] []"),
+    ('{{ keys (dict "foo" 1) (dict "bar" 2) (dict "bar" 3) | uniq | sortAlpha }}', "[bar foo]"),
+    ('{{- $d := dict "one" 1 "two" 222222 }}{{ pick $d "two" }} {{ omit $d "one" }}', "map[two:222222] map[two:222222]"),
+    ('{{- $d := dict "one" 1 "two" "2" }}{{ get $d "two" }}[{{ get $d "x" }}]', "2[]"),
+    ('{{- $d := dict "a" 1 }}{{ $_ := set $d "b" 2 }}{{ $d }} {{ unset $d "a" }} {{ hasKey $d "b" }}', "map[a:1 b:2] map[b:2] true"),
+    ('{{ pluck "a" (dict "a" 1) (dict "b" 2) (dict "a" 3) }}', "[1 3]"),
+    ('{{- $d := dict "a" 1 "b" 2 }}{{ values $d | sortAlpha | join "," }}', "1,2"),
+    ('{{- $one := dict "foo" (dict "bar" "baz") "qux" true -}}{{ deepCopy $one }}', "map[foo:map[bar:baz] qux:true]"),
+    ('{{- $d := dict "a" (dict "b" (dict "c" 1)) }}{{ dig "a" "b" "c" "" $d }} {{ dig "a" "b" "z" "2" $d }}', "1 2"),
+    ('{{ dict "a" 1 | dig "a" "" }} {{ dict "a" 1 | dig "z" "2" }}', "1 2"),
+    (
+        '{{ $dst := dict "a" 1 "e" "" "n" (dict "x" 1) }}{{ merge $dst (dict "a" 2 "b" 3 "e" "f" "n" (dict "x" 2 "y" 3)) }}',
+        "map[a:1 b:3 e:f n:map[x:1 y:3]]",
+    ),
+    (
+        '{{ $dst := dict "a" 1 "k" "keep" }}{{ mergeOverwrite $dst (dict "a" 2 "b" 3 "k" "") }}',
+        "map[a:2 b:3 k:keep]",
+    ),
+    # lists (sprig list_test.go)
+    ('{{$t := tuple 1 "a" "foo"}}{{index $t 2}}{{index $t 0 }}{{index $t 1}}', "foo1a"),
+    ("{{ $t := tuple 1 2 3 4 }}{{ append $t 5 | join \"-\" }} {{ prepend $t 0 | join \"-\" }}", "1-2-3-4-5 0-1-2-3-4"),
+    ('{{ $t := regexSplit "/" "foo/bar/baz" -1 }}{{ append $t "qux" | join "-" }}', "foo-bar-baz-qux"),
+    ("{{ tuple 1 2 3 4 5 6 7 | chunk 3 | len }} {{ tuple | chunk 3 | len }}", "3 0"),
+    ('{{ range ( tuple 1 2 3 4 5 6 7 8 | chunk 3 ) }}{{. | join "-"}}|{{end}}', "1-2-3|4-5-6|7-8|"),
+    ("{{ list 1 2 3 | first }} {{ list | first }} {{ list 1 2 3 | last }} {{ list | last }}", "1 <no value> 3 <no value>"),
+    ('{{ regexSplit "/src/" "foo/src/bar" -1 | first }}', "foo"),
+    ("{{ list 1 2 3 | initial }} {{ list | initial }} {{ list 1 2 3 | rest }} {{ list 1 2 | reverse }}", "[1 2] [] [2 3] [2 1]"),
+    ("{{ .list | uniq }} {{ without .list \"a\" }} {{ has \"c\" .list }} {{ has 1 .list }}", "[b a c] [b c] true false"),
+    ('{{ list 1 "" nil 0 "x" false | compact }}', "[1 x]"),
+    ("{{ slice (list 1 2 3 4) 1 3 }} {{ slice (list 1 2 3) 1 }} {{ concat (list 1) (list 2 3) }}", "[2 3] [2 3] [1 2 3]"),
+    # regular expressions (sprig regex_test.go), Go's Expand and FindAll rules
+    ('{{ regexMatch "[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+\\\\.[A-Za-z]{2,}" "Test@Acme.Com" }}', "true"),
+    ('{{ regexMatch "^[a-z]+$" "test.com" }} {{ regexMatch "(" "x" }}', "false false"),
+    ('{{ regexFindAll "a{2}" "aaaa" -1 | len }} {{ regexFindAll "a{2}" "aaaaaaaa" 1 | len }}', "2 1"),
+    ('{{ regexFind "fo.?" "foo foe fome" }}|{{ regexFind "fo.?" "none" }}', "foo|"),
+    ('{{ regexFindAll "a*" "baaac" -1 | toJson }}', '["","aaa",""]'),
+    ('{{ regexReplaceAll "a(x*)b" "-ab-axxb-" "${1}W" }}', "-W-xxW-"),
+    ('{{ regexReplaceAll "a(x*)b" "-ab-axxb-" "$1W" }}', "---"),
+    ('{{ regexReplaceAll "(?P<first>\\\\w+) (?P<last>\\\\w+)" "Jane Doe" "$last, $first $$" }}', "Doe, Jane $"),
+    ('{{ regexReplaceAllLiteral "a(x*)b" "-ab-axxb-" "${1}" }}', "-${1}-${1}-"),
+    ('{{ regexReplaceAll "x*" "abc" "-" }}', "-a-b-c-"),
+    ('{{ regexSplit "z+" "pizza" -1 | toJson }} {{ regexSplit "z+" "pizza" 1 | toJson }} {{ regexSplit "a" "" -1 | toJson }}', '["pi","a"] ["pizza"] [""]'),
+    ('{{ regexQuoteMeta "1.5-2.0?" }} {{ regexMatch "^[[:alpha:]]+\\\\z" "abc" }}', "1\\.5-2\\.0\\? true"),
+    # semverCompare (sprig semver_test.go, Masterminds/semver's rules)
+    ('{{ semverCompare "1.2.3" "1.2.3" }} {{ semverCompare "^1.2.0" "1.2.3" }} {{ semverCompare "^1.2.0" "2.2.3" }}', "true true false"),
+    ('{{ semverCompare ">=1.2.0 <2.0.0" "1.9.9" }} {{ semverCompare ">1.2, <1.4 || >=3" "3.1.0" }}', "true true"),
+    ('{{ semverCompare "~1.2.3" "1.2.9" }} {{ semverCompare "~1.2.3" "1.3.0" }} {{ semverCompare "1.2.x" "1.2.7" }}', "true false true"),
+    ('{{ semverCompare "^0.2.3" "0.2.9" }} {{ semverCompare "^0.2.3" "0.3.0" }} {{ semverCompare "*" "4.0.0" }}', "true false true"),
+    ('{{ semverCompare ">=1.0.0" "1.1.0-beta.1" }} {{ semverCompare ">=1.0.0-0" "1.1.0-beta.1" }}', "false true"),
+    ('{{ semverCompare "1.2 - 1.4" "1.4.0" }} {{ semverCompare "!=1.2.3" "1.2.3" }} {{ semverCompare "<1.2.3-beta.2" "1.2.3-beta.10" }}', "true false false"),
+    ('{{ semverCompare "v1.x" "v1.5.0" }} {{ semverCompare ">1.2.x" "1.3.0" }} {{ semverCompare "<=1.2.x" "1.2.9" }}', "true true true"),
+    # Argo CD's additions (utils_test.go)
+    ('{{ normalize "Feature/My_Branch.1--" }}', "feature-my-branch.1"),
+    ("{{ slugify .branch }}", "feat-a-really-long-pull-request-name-to-test-argo"),
+    ('{{ slugify 50 false "feat/a_really+long_pull_request_name_to_test_argo_slugification" }}', "feat-a-really-long-pull-request-name-to-test-argo"),
+    ('{{ slugify 50 true "feat/areallylongpullrequestnametotestargoslugificationandbranchnameshorteningfeature" }}', "feat"),
+    ('{{ slugify 50 false "feat/areallylongpullrequestnametotestargoslugificationandbranchnameshorteningfeature" }}', "feat-areallylongpullrequestnametotestargoslugifica"),
+    ('{{ slugify 20 true "Hello.World Again" }}', "hello-world-again"),
+    # dates: deterministic given the time
+    ('{{ date "2006-01-02T15:04:05Z07:00 Jan Mon 3PM .000" 0 }}', "1970-01-01T00:00:00Z Jan Thu 12AM .000"),
+    ('{{ htmlDate 86400 }} {{ now | typeOf }}', "1970-01-02 time.Time"),
+    ("{{ typeIs \"string\" .path.basename }} {{ kindIs \"map\" .labels }} {{ kindOf .list }} {{ deepEqual (list 1) (list 1) }}", "true true slice true"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("template", "expected"), CASES, ids=[c[0][:60] for c in CASES])
+def test_function_renders_as_sprig_does(template: str, expected: str) -> None:
+    assert render(template, DATA) == expected
+
+
+ERRORS = [
+    ("{{ upper 3 }}", "line 1, col 10: expected string; found 3"),
+    ("{{ upper .replicas }}", "line 1, col 10: wrong type for value; expected string; got int"),
+    ("{{ upper .missing }}", "line 1, col 10: invalid value; expected string"),
+    ("{{ .x | trunc 2 }}", "invalid value; expected string"),
+    ("{{ .ratio | trunc 2 .x }}", "line 1, col 13: wrong number of args for trunc: want 2 got 3"),
+    ("{{ trunc .ratio .path.basename }}", "line 1, col 10: wrong type for value; expected int; got float64"),
+    ("{{ trunc (add 1 1) .path.basename }}", "expected int; got int64"),
+    ('{{ fail "stop here" }}', "line 1, col 4: error calling fail: stop here"),
+    ("{{ div 1 0 }}", "error calling div: runtime error: integer divide by zero"),
+    ('{{ first "abc" }}', "error calling first: Cannot find first on type string"),
+    ('{{ mustRegexMatch "(" "x" }}', "error calling mustRegexMatch: error parsing regexp: "),
+    ('{{ semverCompare "badConstraint" "1.2.3" }}', 'improper constraint: "badConstraint"'),
+    ('{{ semverCompare "1.2.0" "badVersion" }}', "Invalid Semantic Version"),
+    ("{{ fromYaml .yamlList }}", "cannot unmarshal array into Go value of type map[string]interface {}"),
+    ('{{ fromYaml "non\\n compliant\\n yaml" }}', "error unmarshaling JSON: while decoding JSON: json: cannot unmarshal string"),
+    ('{{ fromYamlArray "a: b" }}', "cannot unmarshal object into Go value of type []interface {}"),
+    ('{{ mustFromJson "{" }}', "error calling mustFromJson: "),
+    ('{{ env "HOME" }}', 'line 1, col 4: function "env" not defined (Argo CD removes it from sprig)'),
+    ('{{ "x" | expandenv }}', 'function "expandenv" not defined'),
+    ('{{ getHostByName "example.com" }}', 'function "getHostByName" not defined'),
+    ("{{ uuidv4 }}", "function \"uuidv4\" is not supported by gitdrift's goTemplate"),
+    ("{{ slugify 5 }}", "error calling slugify: interface conversion: interface {} is int, not string"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("template", "message"), ERRORS, ids=[e[0] for e in ERRORS])
+def test_bad_call_is_one_line_naming_the_cause(template: str, message: str) -> None:
+    with pytest.raises(TemplateError) as raised:
+        render(template, DATA)
+    assert message in raised.value.message
+    assert "\n" not in raised.value.message
+    assert raised.value.exit_code > 1
+
+
+def test_argo_cd_removes_exactly_env_expandenv_and_get_host_by_name() -> None:
+    assert REMOVED == {"env", "expandenv", "getHostByName"}
+    assert not REMOVED & FUNCS.keys()
+    assert not UNSUPPORTED & FUNCS.keys()
+    for name in ("toYaml", "fromYaml", "fromYamlArray", "normalize", "slugify"):
+        assert name in FUNCS
+
+
+def test_merge_changes_its_first_map_as_mergo_does() -> None:
+    data: dict[str, Any] = {"base": {"a": 1}, "extra": {"b": 2}}
+    assert render("{{ merge .base .extra }}|{{ .base }}", data) == "map[a:1 b:2]|map[a:1 b:2]"
