@@ -493,10 +493,8 @@ def _from_yaml(s: str, want: type) -> Any:
         kind = {"map": "object", "slice": "array", "float64": "number", "int": "number"}.get(
             kind_name(doc), kind_name(doc)
         )
-        raise FuncError(
-            f"error unmarshaling JSON: while decoding JSON: json: cannot unmarshal {kind} into Go value"
-            f" of type {go}"
-        )
+        why = f"json: cannot unmarshal {kind} into Go value of type {go}"
+        raise FuncError(f"error unmarshaling JSON: while decoding JSON: {why}")
     return json_floats(json.loads(go_json(doc)))
 
 

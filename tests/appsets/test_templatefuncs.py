@@ -5,6 +5,8 @@ and Argo CD's (applicationset/utils/utils_test.go), restated as cases; the rest 
 Go functions each sprig function calls (strings, strconv, path, regexp, encoding/json).
 """
 
+# ruff: noqa: E501
+
 from __future__ import annotations
 
 from typing import Any
@@ -228,7 +230,7 @@ def test_bad_call_is_one_line_naming_the_cause(template: str, message: str) -> N
 
 
 def test_argo_cd_removes_exactly_env_expandenv_and_get_host_by_name() -> None:
-    assert REMOVED == {"env", "expandenv", "getHostByName"}
+    assert {"env", "expandenv", "getHostByName"} == REMOVED
     assert not REMOVED & FUNCS.keys()
     assert not UNSUPPORTED & FUNCS.keys()
     for name in ("toYaml", "fromYaml", "fromYamlArray", "normalize", "slugify"):
