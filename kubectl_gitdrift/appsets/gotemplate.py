@@ -252,9 +252,9 @@ class _Parser:
         self.i += 1
         return tok
 
-    def expect(self, kind: str, context: str, value: str | None = None) -> _Tok:
+    def expect(self, kind: str, context: str) -> _Tok:
         tok = self.next()
-        if tok.kind != kind or (value is not None and tok.value != value):
+        if tok.kind != kind:
             raise _Error(tok.pos, f"unexpected {_describe(tok)} in {context}")
         return tok
 
@@ -292,17 +292,25 @@ class _Parser:
                 nodes.append(node)
 
     def define(self, word: _Tok) -> None:
-        name_tok = self.next()
-        if name_tok.kind not in ("string", "raw"):
-            raise _Error(name_tok.pos, f"unexpected {_describe(name_tok)} in define clause")
+        name = self.named("define")
         self.expect("close", "define clause")
+        self.body(name, word.pos, "define")
+
+    def named(self, context: str) -> str:
+        tok = self.next()
+        if tok.kind not in ("string", "raw"):
+            raise _Error(tok.pos, f"unexpected {_describe(tok)} in {context} clause")
+        return _unquote(tok)
+
+    def body(self, name: str, pos: int, context: str) -> None:
+        """A define's or a block's body, up to {{end}}, its variables its own."""
         saved, self.vars = self.vars, ["$"]
         body, end = self.parse_list()
         self.vars = saved
         if end.value != "end":
-            raise _Error(end.pos, "unexpected {{else}} in define")
+            raise _Error(end.pos, f"unexpected {{{{else}}}} in {context}")
         self.expect("close", "end")
-        self.add_define(_unquote(name_tok), body, word.pos)
+        self.add_define(name, body, pos)
 
     def add_define(self, name: str, body: list[_Node], pos: int) -> None:
         """Go's rule: a second non-empty definition of a name in one template is an error."""
@@ -359,21 +367,12 @@ class _Parser:
         return _Control(tok.pos, kind, pipe, body, orelse)
 
     def template(self, tok: _Tok, kind: str) -> _Call:
-        name_tok = self.next()
-        if name_tok.kind not in ("string", "raw"):
-            raise _Error(name_tok.pos, f"unexpected {_describe(name_tok)} in {kind} clause")
-        name = _unquote(name_tok)
+        name = self.named(kind)
         pipe = None if self.peek().kind == "close" else self.pipeline(kind, "close")
         if pipe is None:
             self.next()
         if kind == "block":
-            saved, self.vars = self.vars, ["$"]
-            body, end = self.parse_list()
-            self.vars = saved
-            if end.value != "end":
-                raise _Error(end.pos, "unexpected {{else}} in block")
-            self.expect("close", "end")
-            self.add_define(name, body, tok.pos)
+            self.body(name, tok.pos, "block")
         return _Call(tok.pos, name, pipe)
 
     def pipeline(self, context: str, end: str) -> _Pipe:
@@ -721,10 +720,8 @@ class _State:
             values.append(self.check(ident, final, _param(fn, len(argv))))
         try:
             return fn.fn(*values)
-        except FuncError as err:
-            raise _Error(ident.pos, f"error calling {name}: {err}") from None
-        except (ArithmeticError, LookupError, TypeError, ValueError, AttributeError) as err:
-            raise _Error(ident.pos, f"error calling {name}: {err}") from None
+        except (FuncError, ArithmeticError, LookupError, TypeError, ValueError) as err:
+            raise _Error(ident.pos, f"error calling {name}: {err}") from None  # Go's recover()
 
     def arg(self, dot: Any, typ: str, node: _Node) -> Any:
         if isinstance(node, _Const):
@@ -787,8 +784,6 @@ def render(text: str, data: Mapping[str, Any], *, options: Sequence[str] = ()) -
         state.walk(data, tmpl.root)
     except _Error as err:
         raise TemplateError(f"{_where(text, err.pos)}: {err}") from None
-    except _Jumped:  # unreachable: the parser allows break and continue in range only
-        raise TemplateError("break or continue outside range") from None
     except RecursionError:
         raise TemplateError("template nested too deeply") from None
     return "".join(state.out)

@@ -55,46 +55,15 @@ __all__ = ["FUNCS", "REMOVED", "UNSUPPORTED"]
 
 FUNCS: dict[str, Func] = dict(BUILTINS)
 REMOVED = frozenset({"env", "expandenv", "getHostByName"})
-UNSUPPORTED = frozenset(
-    [
-        "ago",
-        "dateInZone",
-        "date_in_zone",
-        "dateModify",
-        "date_modify",
-        "mustDateModify",
-        "must_date_modify",
-        "duration",
-        "durationRound",
-        "htmlDateInZone",
-        "mustToDate",
-        "toDate",
-        "randAlphaNum",
-        "randAlpha",
-        "randAscii",
-        "randNumeric",
-        "randInt",
-        "randBytes",
-        "shuffle",
-        "uuidv4",
-        "bcrypt",
-        "htpasswd",
-        "genPrivateKey",
-        "derivePassword",
-        "buildCustomCert",
-        "genCA",
-        "genCAWithKey",
-        "genSelfSignedCert",
-        "genSelfSignedCertWithKey",
-        "genSignedCert",
-        "genSignedCertWithKey",
-        "encryptAES",
-        "decryptAES",
-        "semver",
-        "urlParse",
-        "urlJoin",
-    ]
-)
+UNSUPPORTED = frozenset((  # dates beyond now/date, random, crypto, network: refused by name
+    "ago", "dateInZone", "date_in_zone", "dateModify", "date_modify", "mustDateModify",
+    "must_date_modify", "duration", "durationRound", "htmlDateInZone", "mustToDate", "toDate",
+    "randAlphaNum", "randAlpha", "randAscii", "randNumeric", "randInt", "randBytes", "shuffle",
+    "uuidv4", "bcrypt", "htpasswd", "genPrivateKey", "derivePassword", "buildCustomCert", "genCA",
+    "genCAWithKey", "genSelfSignedCert", "genSelfSignedCertWithKey", "genSignedCert",
+    "genSignedCertWithKey", "encryptAES", "decryptAES", "semver", "urlParse", "urlJoin", "call",
+    "abbrev", "abbrevboth", "wrap", "wrapWith", "camelcase", "kebabcase", "snakecase"
+))  # fmt: skip
 
 
 def _def(names: str, *params: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
@@ -176,6 +145,8 @@ _add("trimAll trimall", "string string", lambda a, b: b.strip(a))
 _add("trimSuffix", "string string", lambda a, b: b.removesuffix(a))
 _add("trimPrefix", "string string", lambda a, b: b.removeprefix(a))
 _add("nospace", "string", lambda s: "".join(s.split()))
+_add("initials", "string", lambda s: "".join(word[0] for word in s.split()))
+_add("swapcase", "string", str.swapcase)
 _add("contains", "string string", lambda a, b: a in b)
 _add("hasPrefix", "string string", lambda a, b: b.startswith(a))
 _add("hasSuffix", "string string", lambda a, b: b.endswith(a))

@@ -240,3 +240,48 @@ def test_argo_cd_removes_exactly_env_expandenv_and_get_host_by_name() -> None:
 def test_merge_changes_its_first_map_as_mergo_does() -> None:
     data: dict[str, Any] = {"base": {"a": 1}, "extra": {"b": 2}}
     assert render("{{ merge .base .extra }}|{{ .base }}", data) == "map[a:1 b:2]|map[a:1 b:2]"
+
+
+# every name of sprig v3.3.0's GenericFuncMap (functions.go), as Argo CD starts from it
+SPRIG_NAMES = """
+abbrev abbrevboth add add1 add1f addf adler32sum ago all any append atoi b32dec b32enc b64dec
+b64enc base bcrypt biggest buildCustomCert camelcase cat ceil chunk clean coalesce compact concat
+contains date dateInZone dateModify date_in_zone date_modify decryptAES deepCopy deepEqual default
+derivePassword dict dig dir div divf duration durationRound empty encryptAES env expandenv ext fail
+first float64 floor fromJson genCA genCAWithKey genPrivateKey genSelfSignedCert
+genSelfSignedCertWithKey genSignedCert genSignedCertWithKey get getHostByName has hasKey hasPrefix
+hasSuffix hello htmlDate htmlDateInZone htpasswd indent initial initials int int64 isAbs join
+kebabcase keys kindIs kindOf last list lower max maxf merge mergeOverwrite min minf mod mul mulf
+mustAppend mustChunk mustCompact mustDateModify mustDeepCopy mustFirst mustFromJson mustHas
+mustInitial mustLast mustMerge mustMergeOverwrite mustPrepend mustPush mustRegexFind
+mustRegexFindAll mustRegexMatch mustRegexReplaceAll mustRegexReplaceAllLiteral mustRegexSplit
+mustRest mustReverse mustSlice mustToDate mustToJson mustToPrettyJson mustToRawJson mustUniq
+mustWithout must_date_modify nindent nospace now omit osBase osClean osDir osExt osIsAbs pick
+pluck plural prepend push quote randAlpha randAlphaNum randAscii randBytes randInt randNumeric
+regexFind regexFindAll regexMatch regexQuoteMeta regexReplaceAll regexReplaceAllLiteral
+regexSplit repeat replace rest reverse round semver semverCompare seq set sha1sum sha256sum
+sha512sum shuffle slice snakecase sortAlpha split splitList splitn squote sub subf substr swapcase
+ternary title toDate toDecimal toJson toPrettyJson toRawJson toString toStrings trim trimAll
+trimPrefix trimSuffix trimall trunc tuple typeIs typeIsLike typeOf uniq unixEpoch unset until
+untilStep untitle upper urlJoin urlParse uuidv4 values without wrap wrapWith
+""".split()  # noqa: SIM905
+TEXT_TEMPLATE_NAMES = (
+    "and call html index js len not or print printf println urlquery eq ge gt le lt ne slice"
+)
+
+
+def test_every_function_argo_cd_offers_is_implemented_or_refused_by_name() -> None:
+    offered = set(SPRIG_NAMES) - REMOVED | set(TEXT_TEMPLATE_NAMES.split())
+    offered |= {"normalize", "slugify", "toYaml", "fromYaml", "fromYamlArray"}
+    assert offered - FUNCS.keys() == UNSUPPORTED
+    assert FUNCS.keys() <= offered
+    for name in sorted(UNSUPPORTED):
+        with pytest.raises(TemplateError, match=f'function "{name}" is not supported'):
+            render("{{ " + name + " }}", {})
+
+
+def test_docs_example_slugify_after_cat() -> None:
+    data = {"branch": "Feature/Add_Login+Page for-the/new-UI"}
+    assert render("{{ cat .branch | slugify 23 }}", data) == "feature-add-login-page"
+    assert render("{{ cat .branch | slugify 23 false }}", data) == "feature-add-login-page"
+    assert render('{{ initials "First Try" }} {{ swapcase "aBc" }}', {}) == "FT AbC"
