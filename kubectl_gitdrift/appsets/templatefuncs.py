@@ -424,7 +424,17 @@ class _GoYamlDumper(yaml.SafeDumper):
 
 
 def _yaml_str(dumper: yaml.SafeDumper, s: str) -> yaml.ScalarNode:
-    return dumper.represent_scalar("tag:yaml.org,2002:str", s, style="|" if "\n" in s else None)
+    """A literal block for lines; quotes for what yaml.v2 reads as a number (1e3, +Inf too)."""
+    style = "|" if "\n" in s else '"' if s[:1] in "0123456789+-." and _numeric_text(s) else None
+    return dumper.represent_scalar("tag:yaml.org,2002:str", s, style=style)
+
+
+def _numeric_text(s: str) -> bool:
+    try:
+        float(s.replace("_", ""))
+    except ValueError:
+        return go_int(s.replace("_", "")) is not None
+    return True
 
 
 def _yaml_float(dumper: yaml.SafeDumper, f: float) -> yaml.ScalarNode:

@@ -121,6 +121,8 @@ CASES = [
         "  foo:\n    bar:\n      bool: true\n      number: 2\n      str: Hello world",
     ),
     ('{{ dict "s" "true" "e" "" "n" "1" "l" (list "a") "m" "a\\nb" | toYaml }}', 'e: ""\nl:\n- a\nm: |-\n  a\n  b\nn: "1"\ns: "true"'),
+    ('{{ dict "e" "1e3" "h" "0x1F" "d" "-.5" "w" "1e3x" "v" "v1.2" | toYaml }}', 'd: "-.5"\ne: "1e3"\nh: "0x1F"\nv: v1.2\nw: 1e3x'),
+    ("{{ toYaml .none }}|{{ list (dict \"a\" 1 \"b\" (list 1 2)) | toYaml }}", "null|- a: 1\n  b:\n  - 1\n  - 2"),
     # dicts (sprig dict_test.go)
     ('{{$d := dict 1 2 "three" "four" 5}}{{range $k, $v := $d}}{{$k}}{{$v}}{{end}}', "125threefour"),
     ('{{$t := dict "I" "shot" "the" "albatross"}}{{$t.the}} {{$t.I}}', "albatross shot"),
