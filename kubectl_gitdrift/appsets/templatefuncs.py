@@ -494,12 +494,13 @@ def _dict(*pairs: Any) -> dict[str, Any]:
 
 
 def _merge(dst: dict[str, Any], src: dict[str, Any], overwrite: bool) -> None:
-    """mergo.Merge (keeps dst's non-empty values) and MergeWithOverwrite (non-empty src wins)."""
+    """mergo.Merge: maps merge deeply, dst's non-empty values stay; MergeWithOverwrite: every
+    src value wins (false and "" too, nil included), maps still merge deeply."""
     for key, value in src.items():
         old = dst.get(key, MISSING)
         if isinstance(old, dict) and isinstance(value, dict):
             _merge(old, value, overwrite)
-        elif old is MISSING or empty(old) or (overwrite and not empty(value)):
+        elif overwrite or (value is not None and (old is MISSING or empty(old))):
             dst[key] = value
 
 

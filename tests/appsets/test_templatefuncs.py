@@ -141,8 +141,8 @@ CASES = [
         "map[a:1 b:3 e:f n:map[x:1 y:3]]",
     ),
     (
-        '{{ $dst := dict "a" 1 "k" "keep" }}{{ mergeOverwrite $dst (dict "a" 2 "b" 3 "k" "") }}',
-        "map[a:2 b:3 k:keep]",
+        '{{ $dst := dict "a" 1 "k" "keep" "n" 1 }}{{ mergeOverwrite $dst (dict "a" 2 "b" 3 "k" "" "n" nil) }}',
+        "map[a:2 b:3 k: n:<nil>]",
     ),
     # lists (sprig list_test.go)
     ('{{$t := tuple 1 "a" "foo"}}{{index $t 2}}{{index $t 0 }}{{index $t 1}}', "foo1a"),
@@ -237,6 +237,41 @@ def test_argo_cd_removes_exactly_env_expandenv_and_get_host_by_name() -> None:
     assert not UNSUPPORTED & FUNCS.keys()
     for name in ("toYaml", "fromYaml", "fromYamlArray", "normalize", "slugify"):
         assert name in FUNCS
+
+
+def _sprig_merge_data() -> dict[str, Any]:
+    """The maps of sprig's TestMerge and TestMergeOverwrite (dict_test.go)."""
+    return {
+        "src2": {"h": 10, "i": "i", "j": "j"},
+        "src1": {
+            "a": 1,
+            "b": 2,
+            "d": {"e": "four"},
+            "g": [6, 7],
+            "i": "aye",
+            "j": "jay",
+            "k": {"l": False},
+        },
+        "dst": {"a": "one", "c": 3, "d": {"f": 5}, "g": [8, 9], "i": "eye", "k": {"l": True}},
+    }
+
+
+def test_merge_as_sprig_tests_it() -> None:
+    data = _sprig_merge_data()
+    render("{{ merge .dst .src1 .src2 }}", data)
+    assert data["dst"] == {
+        "a": "one", "b": 2, "c": 3, "d": {"e": "four", "f": 5}, "g": [8, 9], "h": 10,
+        "i": "eye", "j": "jay", "k": {"l": True},
+    }  # fmt: skip
+
+
+def test_merge_overwrite_as_sprig_tests_it() -> None:
+    data = _sprig_merge_data()
+    render("{{ mergeOverwrite .dst .src1 .src2 }}", data)
+    assert data["dst"] == {
+        "a": 1, "b": 2, "c": 3, "d": {"e": "four", "f": 5}, "g": [6, 7], "h": 10,
+        "i": "i", "j": "j", "k": {"l": False},
+    }  # fmt: skip
 
 
 def test_merge_changes_its_first_map_as_mergo_does() -> None:
