@@ -573,7 +573,7 @@ def semver_compare(constraint: str, version: str) -> bool:
     groups = []
     for alternative in constraint.split("||"):
         if not _VALID.match(alternative):
-            raise FuncError(f"improper constraint: {go_quote(alternative)}")
+            raise FuncError(f"improper constraint: {alternative}")
         groups.append([(m[1], m[2]) for m in _ONE.finditer(alternative)] or [("", "*")])
     v = _version(version)
     return any(

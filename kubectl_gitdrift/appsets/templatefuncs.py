@@ -22,6 +22,9 @@ import json
 import math
 import posixpath
 import re
+import secrets
+import string
+import uuid
 import zlib
 from collections.abc import Callable
 from datetime import datetime, timezone
@@ -58,8 +61,8 @@ REMOVED = frozenset({"env", "expandenv", "getHostByName"})
 UNSUPPORTED = frozenset((  # dates beyond now/date, random, crypto, network: refused by name
     "ago", "dateInZone", "date_in_zone", "dateModify", "date_modify", "mustDateModify",
     "must_date_modify", "duration", "durationRound", "htmlDateInZone", "mustToDate", "toDate",
-    "randAlphaNum", "randAlpha", "randAscii", "randNumeric", "randInt", "randBytes", "shuffle",
-    "uuidv4", "bcrypt", "htpasswd", "genPrivateKey", "derivePassword", "buildCustomCert", "genCA",
+    "randBytes", "shuffle",
+    "bcrypt", "htpasswd", "genPrivateKey", "derivePassword", "buildCustomCert", "genCA",
     "genCAWithKey", "genSelfSignedCert", "genSelfSignedCertWithKey", "genSignedCert",
     "genSignedCertWithKey", "encryptAES", "decryptAES", "semver", "urlParse", "urlJoin", "call",
     "abbrev", "abbrevboth", "wrap", "wrapWith", "camelcase", "kebabcase", "snakecase"
@@ -137,7 +140,7 @@ _add("trim", "string", str.strip)
 _add("upper", "string", str.upper)
 _add("lower", "string", str.lower)
 _add("title", "string", _title)
-_add("untitle", "string", lambda s: s[:1].lower() + s[1:])
+_add("untitle", "string", lambda s: re.sub(r"(?:^|(?<=\s))\S", lambda m: m[0].lower(), s))
 _add("trunc", "int string", _trunc)
 _add("substr", "int int string", _substr)
 _add("repeat", "int string", lambda n, s: s * max(n, 0))
@@ -378,8 +381,13 @@ def json_floats(v: Any) -> Any:
 def _from_json(s: str) -> Any:
     try:
         return json_floats(json.loads(s))
+    except json.JSONDecodeError as err:  # encoding/json's words for the two usual cases
+        if not s[err.pos :].strip():
+            raise FuncError("unexpected end of JSON input") from None
+        why = "looking for beginning of value" if err.msg == "Expecting value" else err.msg
+        raise FuncError(f"invalid character '{s[err.pos]}' {why}") from None
     except (ValueError, RecursionError) as err:
-        raise FuncError(str(err).split(":")[0]) from None
+        raise FuncError(str(err)) from None
 
 
 def _quiet(fn: Callable[..., Any], fallback: Any) -> Callable[..., Any]:
@@ -717,6 +725,12 @@ _add("regexQuoteMeta", "string", _quote_meta)
 
 _add("semverCompare", "string string", semver_compare)
 _add("now", "", lambda: datetime.now(timezone.utc))
+_add("uuidv4", "", lambda: str(uuid.uuid4()))  # random, as in Argo CD: differs every render
+_add("randAlphaNum", "int", lambda n: _random(string.ascii_letters + string.digits, n))
+_add("randAlpha", "int", lambda n: _random(string.ascii_letters, n))
+_add("randNumeric", "int", lambda n: _random(string.digits, n))
+_add("randInt", "int int", lambda lo, hi: lo + secrets.randbelow(hi - lo))
+_add("randAscii", "int", lambda n: _random("".join(map(chr, range(32, 127))), n))
 _add("date", "string any", go_date)
 _add("htmlDate", "any", lambda when: go_date("2006-01-02", when))
 _add(
@@ -727,6 +741,10 @@ _add(
 
 
 # ---------------------------------------------------------------- Argo CD's additions
+
+
+def _random(alphabet: str, n: int) -> str:
+    return "".join(secrets.choice(alphabet) for _ in range(max(n, 0)))
 
 
 def sanitize_name(name: str) -> str:

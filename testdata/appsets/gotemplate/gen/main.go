@@ -11,6 +11,9 @@ import (
 	"text/template"
 )
 
+// funcs are text/template's builtins alone, or sprig's (sprig.go, built with -tags sprig).
+var funcs = template.FuncMap{}
+
 type tcase struct {
 	Name     string          `json:"name"`
 	Template string          `json:"template"`
@@ -65,7 +68,7 @@ func main() {
 		if len(c.Options) > 0 {
 			res["options"] = c.Options
 		}
-		t := template.New("t")
+		t := template.New("t").Funcs(funcs)
 		for _, o := range c.Options {
 			t = t.Option(o)
 		}
