@@ -1,5 +1,5 @@
 """Go's values as text/template sees them, the Go libraries its functions lean on (fmt,
-strconv, encoding/json, Masterminds/semver, time's layouts), and text/template's builtins.
+strconv, Masterminds/semver, time's layouts), and text/template's builtins.
 
 Template data is plain Python data read as Go reads decoded JSON: dict is
 map[string]interface {}, list is []interface {}, int is int, `Int64` is int64 (what sprig's

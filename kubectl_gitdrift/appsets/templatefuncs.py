@@ -1,16 +1,16 @@
-"""Argo CD's goTemplate function set, and the Go values it and the template engine share.
+"""Argo CD's goTemplate function set: text/template's builtins, sprig's, Argo CD's own.
 
 Argo CD (applicationset/utils/utils.go) renders with sprig's GenericFuncMap less `env`,
 `expandenv` and `getHostByName`, plus `normalize`, `slugify`, `toYaml`, `fromYaml` and
 `fromYamlArray`. Each function here is sprig's (v3.3.0) behaviour written again, with the Go
 parameter types text/template checks before calling it (`Func.params`): `upper 3` fails as Go
-fails. Values are plain Python data read as Go reads decoded JSON: dict is
-map[string]interface {}, list is []interface {}, int is int, `Int64` is int64 (sprig's
-arithmetic), float is float64, None is nil, `MISSING` is text/template's "no value".
+fails; values are Go's as `govalues` models them, JSON and YAML are `goyaml`'s. The tests
+compare them with sprig itself (testdata/appsets/gotemplate/sprig-expected.json).
 Differences from sprig: `keys` and `values` come in key order (Go's are random), regular
-expressions are Python's `re` (RE2's common syntax is the same), `now` is the wall clock (a
-render using it differs each run, as Argo CD's does), and the functions in `UNSUPPORTED`
-(crypto, random, network, dates beyond `now`/`date`) are refused by name.
+expressions are Python's `re` (RE2's common syntax is the same; the error texts differ),
+`now`, `uuidv4` and `rand*` differ each render (as in Argo CD), and the functions in
+`UNSUPPORTED` (crypto, dates beyond `now`/`date`, URL parsing, case converters) are refused
+by name.
 """
 
 from __future__ import annotations
@@ -31,8 +31,7 @@ from datetime import datetime, timezone
 from decimal import Decimal
 from typing import Any
 
-import yaml
-
+from kubectl_gitdrift.appsets import goyaml
 from kubectl_gitdrift.appsets.govalues import (
     BUILTINS,
     MISSING,
@@ -40,7 +39,6 @@ from kubectl_gitdrift.appsets.govalues import (
     FuncError,
     Int64,
     empty,
-    format_float,
     go_date,
     go_int,
     go_quote,
@@ -332,55 +330,9 @@ _add("round", "any int ...float64", _round)
 # ---------------------------------------------------------------- sprig: defaults, JSON, YAML
 
 
-def go_json(v: Any, indent: str | None = None, html: bool = True, depth: int = 0) -> str:
-    """encoding/json's Marshal (MarshalIndent with `indent`): keys sorted, Go's floats."""
-    if v is None or v is MISSING:
-        return "null"
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    if isinstance(v, int):
-        return str(int(v))
-    if isinstance(v, float):
-        if not math.isfinite(v):
-            raise FuncError(f"json: unsupported value: {format_float(v)}")
-        text = format_float(v, "e" if v and not 1e-6 <= abs(v) < 1e21 else "f")
-        return re.sub(r"e-0(\d)$", r"e-\1", text)
-    if isinstance(v, str):
-        text = json.dumps(v, ensure_ascii=False)
-        if html:
-            text = text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
-        return text.replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
-    if isinstance(v, datetime):
-        return json.dumps(v.isoformat().replace("+00:00", "Z"))
-    if isinstance(v, dict | list | tuple):
-        is_map = isinstance(v, dict)
-        items = [
-            (go_json(k, None, html) + (": " if indent is not None else ":") if is_map else "")
-            + go_json(v[k] if is_map else k, indent, html, depth + 1)
-            for k in (sorted(v) if is_map else v)
-        ]
-        start, end = ("{", "}") if is_map else ("[", "]")
-        if indent is None or not items:
-            return start + ",".join(items) + end
-        pad = "\n" + indent * (depth + 1)
-        return start + pad + ("," + pad).join(items) + "\n" + indent * depth + end
-    raise FuncError(f"json: unsupported type: {type_name(v)}")
-
-
-def json_floats(v: Any) -> Any:
-    """What encoding/json decodes into interface{}: every number a float64."""
-    if isinstance(v, dict):
-        return {k: json_floats(e) for k, e in v.items()}
-    if isinstance(v, list):
-        return [json_floats(e) for e in v]
-    if isinstance(v, int) and not isinstance(v, bool):
-        return float(v)
-    return v
-
-
 def _from_json(s: str) -> Any:
     try:
-        return json_floats(json.loads(s))
+        return goyaml.json_floats(json.loads(s))
     except json.JSONDecodeError as err:  # encoding/json's words for the two usual cases
         if not s[err.pos :].strip():
             raise FuncError("unexpected end of JSON input") from None
@@ -408,12 +360,12 @@ _add("any", "...any", lambda *v: any(not empty(x) for x in v))
 _add("ternary", "any any bool", lambda t, f, cond: t if cond else f)
 _add("mustFromJson", "string", _from_json)
 _add("fromJson", "string", _quiet(_from_json, None))
-_add("mustToJson", "any", go_json)
-_add("toJson", "any", _quiet(go_json, ""))
-_add("mustToPrettyJson", "any", lambda v: go_json(v, "  "))
-_add("toPrettyJson", "any", _quiet(lambda v: go_json(v, "  "), ""))
-_add("mustToRawJson", "any", lambda v: go_json(v, None, False))
-_add("toRawJson", "any", lambda v: go_json(v, None, False))
+_add("mustToJson", "any", goyaml.go_json)
+_add("toJson", "any", _quiet(goyaml.go_json, ""))
+_add("mustToPrettyJson", "any", lambda v: goyaml.go_json(v, "  "))
+_add("toPrettyJson", "any", _quiet(lambda v: goyaml.go_json(v, "  "), ""))
+_add("mustToRawJson", "any", lambda v: goyaml.go_json(v, None, False))
+_add("toRawJson", "any", lambda v: goyaml.go_json(v, None, False))
 _add("deepCopy mustDeepCopy", "any", lambda v: json.loads(json.dumps(v)) if v is not None else None)
 _add("typeOf", "any", type_name)
 _add("typeIs", "string any", lambda t, v: t == type_name(v))
@@ -423,72 +375,9 @@ _add("kindIs", "string any", lambda k, v: k == kind_name(v))
 _add("deepEqual", "any any", lambda a, b: type_name(a) == type_name(b) and a == b)
 
 
-class _GoYamlDumper(yaml.SafeDumper):
-    """yaml.v2's choices where PyYAML's differ: double quotes, not single ones."""
-
-    def choose_scalar_style(self) -> str:
-        style = super().choose_scalar_style()
-        return '"' if style == "'" else style
-
-
-def _yaml_str(dumper: yaml.SafeDumper, s: str) -> yaml.ScalarNode:
-    """A literal block for lines; quotes for what yaml.v2 reads as a number (1e3, +Inf too)."""
-    style = "|" if "\n" in s else '"' if s[:1] in "0123456789+-." and _numeric_text(s) else None
-    return dumper.represent_scalar("tag:yaml.org,2002:str", s, style=style)
-
-
-def _numeric_text(s: str) -> bool:
-    try:
-        float(s.replace("_", ""))
-    except ValueError:
-        return go_int(s.replace("_", "")) is not None
-    return True
-
-
-def _yaml_float(dumper: yaml.SafeDumper, f: float) -> yaml.ScalarNode:
-    return dumper.represent_scalar("tag:yaml.org,2002:float", format_float(f))
-
-
-_GoYamlDumper.add_representer(str, _yaml_str)
-_GoYamlDumper.add_representer(float, _yaml_float)
-_GoYamlDumper.add_representer(Int64, yaml.SafeDumper.represent_int)
-
-
-@_def("toYaml", "any")
-def _to_yaml(v: Any) -> str:
-    """sigs.k8s.io/yaml's Marshal: the value as JSON first (whole floats become ints)."""
-    data = json.loads(
-        go_json(v), parse_float=lambda t: float(t) if not float(t).is_integer() else int(float(t))
-    )
-    text = yaml.dump(
-        data, Dumper=_GoYamlDumper, default_flow_style=False, allow_unicode=True, sort_keys=True
-    )
-    return text.removesuffix("\n").removesuffix("\n...")
-
-
-def _from_yaml(s: str, want: type) -> Any:
-    from kubectl_gitdrift.appsets.inputs import AppSetError
-    from kubectl_gitdrift.yamlio import load_any
-
-    try:
-        docs = load_any(s, "fromYaml", error=AppSetError)
-    except AppSetError as err:
-        raise FuncError(err.message) from None
-    doc = docs[0] if docs else None
-    if doc is None:
-        return want()
-    if not isinstance(doc, want):
-        go = "map[string]interface {}" if want is dict else "[]interface {}"
-        kind = {"map": "object", "slice": "array", "float64": "number", "int": "number"}.get(
-            kind_name(doc), kind_name(doc)
-        )
-        why = f"json: cannot unmarshal {kind} into Go value of type {go}"
-        raise FuncError(f"error unmarshaling JSON: while decoding JSON: {why}")
-    return json_floats(json.loads(go_json(doc)))
-
-
-_add("fromYaml", "string", lambda s: _from_yaml(s, dict))
-_add("fromYamlArray", "string", lambda s: _from_yaml(s, list))
+_add("toYaml", "any", goyaml.to_yaml)
+_add("fromYaml", "string", lambda s: goyaml.from_yaml(s, dict))
+_add("fromYamlArray", "string", lambda s: goyaml.from_yaml(s, list))
 
 
 # ---------------------------------------------------------------- sprig: dicts and lists

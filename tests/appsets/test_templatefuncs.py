@@ -30,6 +30,11 @@ DATA: dict[str, Any] = {
     "json": '{"foo": 55, "list": [1, "x"]}',
     "yaml": "hello: world\nreplicas: 3\nnested:\n  list: [a, b]",
     "yamlList": "- hello world\n- bonjour tout le monde",
+    "long": "word " * 20 + "end",
+    "lines": "a\nb\n",
+    "trail": "a \nb",
+    "uni": "héllo ✓",
+    "tabs": "a\tb",
 }
 
 CASES = [
@@ -123,9 +128,21 @@ CASES = [
         '{{ dict "foo" (dict "bar" (dict "bool" true "number" 2 "str" "Hello world")) | toYaml | indent 2 }}',
         "  foo:\n    bar:\n      bool: true\n      number: 2\n      str: Hello world",
     ),
-    ('{{ dict "s" "true" "e" "" "n" "1" "l" (list "a") "m" "a\\nb" | toYaml }}', 'e: ""\nl:\n- a\nm: |-\n  a\n  b\nn: "1"\ns: "true"'),
+    ('{{ dict "s" "true" "e" "" "n" "1" "l" (list "a") "m" "a\\nb" | toYaml }}', 'e: ""\nl:\n- a\nm: |-\n  a\n  b\n"n": "1"\ns: "true"'),
     ('{{ dict "e" "1e3" "h" "0x1F" "d" "-.5" "w" "1e3x" "v" "v1.2" | toYaml }}', 'd: "-.5"\ne: "1e3"\nh: "0x1F"\nv: v1.2\nw: 1e3x'),
     ("{{ toYaml .none }}|{{ list (dict \"a\" 1 \"b\" (list 1 2)) | toYaml }}", "null|- a: 1\n  b:\n  - 1\n  - 2"),
+    # toYaml and fromYaml: what sigs.k8s.io/yaml v1.4.0 wrote and read (sprig-expected.json)
+    ('{{ dict "on" 1 "yes" 2 "1" 3 "~" 4 "null" 5 "a b" 6 "x:y" 7 "-k" 8 | toYaml }}', '-k: 8\n"~": 4\n"1": 3\na b: 6\n"null": 5\n"on": 1\nx:y: 7\n"yes": 2'),
+    ('{{ list "null" "~" "" " lead" "trail " "- x" "a: b" "#c" "@x" "`x" "*x" "&x" "!x" "%x" "x #y" "[x]" "{x}" "," "?" | toYaml }}', '- "null"\n- "~"\n- ""\n- \' lead\'\n- \'trail \'\n- \'- x\'\n- \'a: b\'\n- \'#c\'\n- \'@x\'\n- \'`x\'\n- \'*x\'\n- \'&x\'\n- \'!x\'\n- \'%x\'\n- \'x #y\'\n- \'[x]\'\n- \'{x}\'\n- \',\'\n- \'?\''),
+    ('{{ list .long | toYaml }}', '- word word word word word word word word word word word word word word word word\n  word word word word end'),
+    ('{{ dict "l" .lines "t" .trail "u" .uni "tab" .tabs | toYaml }}', 'l: |\n  a\n  b\nt: "a \\nb"\ntab: "a\\tb"\nu: héllo ✓'),
+    ('{{ list 1.5 0.1 1e21 1e-7 100000000.0 -0.0 3.0 | toYaml }}', '- 1.5\n- 0.1\n- 1e+21\n- 1e-07\n- 100000000\n- 0\n- 3'),
+    ('{{ list (list) (dict) (list (list 1)) (dict "a" (list (dict "b" 1))) | toYaml }}', '- []\n- {}\n- - - 1\n- a:\n  - b: 1'),
+    ('{{ list true false nil | toYaml }}', '- true\n- false\n- null'),
+    ('{{ fromYaml "a: &x 1\\nb: *x\\n" | toJson }}', '{"a":1,"b":1}'),
+    ('{{ fromYamlArray "- 1\\n- a: b\\n" | toJson }}', '[1,{"a":"b"}]'),
+    ('{{ fromYaml "key: value\\n---\\nother: doc" | toJson }}', '{"key":"value"}'),
+    ('{{ toYaml (fromYaml "z: 1\\na: [3, 2]") }}', 'a:\n- 3\n- 2\nz: 1'),
     # dicts (sprig dict_test.go)
     ('{{$d := dict 1 2 "three" "four" 5}}{{range $k, $v := $d}}{{$k}}{{$v}}{{end}}', "125threefour"),
     ('{{$t := dict "I" "shot" "the" "albatross"}}{{$t.the}} {{$t.I}}', "albatross shot"),
