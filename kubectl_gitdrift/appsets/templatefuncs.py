@@ -95,22 +95,27 @@ def _title(s: str) -> str:
     return "".join(out)
 
 
-def _trunc(c: int, s: str) -> str:
+def _trunc(c: int, text: str) -> str:
+    """Go slices a string's bytes: a cut inside a character leaves U+FFFD, as JSON writes it."""
+    s = text.encode()
     if c < 0 and len(s) + c > 0:
-        return s[len(s) + c :]
-    return s[:c] if c >= 0 and len(s) > c else s
+        return s[len(s) + c :].decode(errors="replace")
+    return s[:c].decode(errors="replace") if c >= 0 and len(s) > c else text
 
 
-def _substr(start: int, end: int, s: str) -> str:
+def _substr(start: int, end: int, text: str) -> str:
+    s = text.encode()
     if start < 0:
         return _go_slice(s, 0, end)
-    return s[start:] if end < 0 or end > len(s) else _go_slice(s, start, end)
+    return (
+        s[start:].decode(errors="replace") if end < 0 or end > len(s) else _go_slice(s, start, end)
+    )
 
 
-def _go_slice(s: str, lo: int, hi: int) -> str:
+def _go_slice(s: bytes, lo: int, hi: int) -> str:
     if not 0 <= lo <= hi <= len(s):
         raise FuncError(f"runtime error: slice bounds out of range [{lo}:{hi}]")
-    return s[lo:hi]
+    return s[lo:hi].decode(errors="replace")
 
 
 def _quote(*args: Any) -> str:

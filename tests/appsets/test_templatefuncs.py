@@ -211,6 +211,57 @@ CASES = [
 ]  # fmt: skip
 
 
+# data as generators give it (numbers are float64: a list or git-files generator's JSON)
+WILD: dict[str, Any] = {
+    "path": {"path": "apps/My_App/", "basename": "My_App"}, "name": "prod-eu-1", "branch": "",
+    "labels": {"env": "prod", "team": "ops"}, "replicas": 3.0, "ratio": 2.5, "version": "1.4.2",
+    "list": ["a", "", "b"], "a": None, "b": "bee", "uni": "héllo",
+}  # fmt: skip
+WILD_CASES = [  # shaped like real ApplicationSet templates; each output is sprig's
+    ('{{ .path.basename | replace "_" "-" | lower | trunc 63 | trimSuffix "-" }}', 'my-app'),
+    ('{{ default "main" .branch }} {{ .branch | default "main" }}', 'main main'),
+    ('{{ hasPrefix "prod" .name | ternary "a" "b" }}', 'a'),
+    ('{{ splitList "/" .path.path | last }}|{{ (split "-" .name)._0 }}|{{ (split "-" .name)._9 }}', '|prod|<no value>'),
+    ('{{ .labels | toJson | b64enc }}', 'eyJlbnYiOiJwcm9kIiwidGVhbSI6Im9wcyJ9'),
+    ('{{ dig "labels" "env" "x" . }} {{ dig "labels" "nope" "x" . }}', 'prod x'),
+    ('{{ printf "%s-%d" .name (len .list) }}', 'prod-eu-1-3'),
+    ('{{ regexReplaceAll "[^a-z0-9-]" (lower .path.basename) "-" }}', 'my-app'),
+    ('{{ if has "prod" (list "prod" "staging") }}yes{{ end }}', 'yes'),
+    ('{{ join "," (keys .labels | sortAlpha) }}', 'env,team'),
+    ('{{ add .replicas 1 }} {{ mul .ratio 2 }} {{ int .ratio }} {{ .ratio | int64 | toString }} {{ toString .ratio }}', '4 4 2 2 2.5'),
+    ('{{ float64 .replicas }} {{ round .ratio 0 }} {{ quote .replicas }} {{ .replicas | toString | quote }}', '3 3 "3" "3"'),
+    ('{{ semverCompare ">=1.2" .version }} {{ semverCompare "~1.3" .version }}', 'true false'),
+    ('{{ trimAll "/" .path.path }} {{ base .path.path }} {{ dir .path.path }} {{ .path.path | clean }}', 'apps/My_App My_App apps/My_App apps/My_App'),
+    ('{{ sha256sum .name | trunc 8 }} {{ urlquery .path.path }}', 'c228ff7d apps%2FMy_App%2F'),
+    ('{{ nindent 4 (toYaml .labels) }}', '\n    env: prod\n    team: ops'),
+    ('{{ get .labels "env" }} {{ coalesce .a .b "z" }} {{ empty .list }}', 'prod bee false'),
+    ('{{ list .a .b "" "c" | compact | join "-" }} {{ cat "a" nil "b" }}', 'bee-c a b'),
+    ('{{ title .name }} {{ substr 0 3 .name }} {{ trunc 3 .uni }} {{ upper .uni }}', 'Prod-Eu-1 pro hé HÉLLO'),
+    ('{{ max .replicas 7 }} {{ min .ratio 1 }} {{ maxf .ratio 1 }} {{ div 7 .ratio }}', '7 1 2.5 3'),
+    ('{{ eq .replicas 3.0 }} {{ lt .ratio 3.0 }}', 'true true'),
+    ('{{ printf "%v %.1f %d" .replicas .ratio (int .replicas) }}', '3 2.5 3'),
+    ('{{ toJson .replicas }} {{ toJson .ratio }} {{ toPrettyJson .list }}', '3 2.5 [\n  "a",\n  "",\n  "b"\n]'),
+    ('{{ range $i, $e := .list }}{{ if $e }}{{ $i }}={{ $e }};{{ end }}{{ end }}', '0=a;2=b;'),
+    ('{{ $parts := splitList "-" .name }}{{ index $parts 1 }}/{{ len $parts }}', 'eu/3'),
+    ('{{ until 3 | toJson }} {{ seq 3 }} {{ list 3 1 2 | sortAlpha | toJson }}', '[0,1,2] 1 2 3 ["1","2","3"]'),
+    ('{{ .labels | values | sortAlpha | join "+" }} {{ pluck "env" .labels | first }}', 'ops+prod prod'),
+    ('{{ without .list "" | toJson }} {{ uniq (list 1 1.0 "1" 1) | toJson }}', '["a","b"] [1,1,"1"]'),
+    ('{{ typeOf .replicas }} {{ kindOf .labels }} {{ typeOf (list) }} {{ typeOf (dict) }} {{ typeOf nil }}', 'float64 map []interface {} map[string]interface {} <nil>'),
+    ('{{ regexFind "[0-9]+" .name }} {{ regexFindAll "[a-z]+" .name 2 | toJson }} {{ regexSplit "-" .name -1 | toJson }}', '1 ["prod","eu"] ["prod","eu","1"]'),
+    ('{{ mustRegexReplaceAll "(?P<env>\\\\w+)-(?P<rest>.*)" .name "${rest}.${env}" }}', 'eu-1.prod'),
+    ('{{ b64dec "!!!" }} {{ b64enc "é" }}', 'illegal base64 data at input byte 0 w6k='),
+    ('{{ indent 2 "a\\n\\nb" | toJson }}', '"  a\\n  \\n  b"'),
+    ('{{ squote .replicas .a "x" }} {{ quote .a .b }}', '\'3\' \'x\' "bee"'),
+    ('{{ atoi "012" }} {{ int "012" }} {{ int64 "0x10" }} {{ int "1e3" }} {{ float64 "1e3" }} {{ int "-7.0" }}', '12 10 16 0 1000 -7'),
+    ('{{ toDecimal "777" }} {{ toDecimal 777 }}', '511 511'),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("template", "expected"), WILD_CASES, ids=[c[0][:60] for c in WILD_CASES])
+def test_template_of_the_wild_renders_as_sprig_does(template: str, expected: str) -> None:
+    assert render(template, WILD) == expected
+
+
 @pytest.mark.parametrize(("template", "expected"), CASES, ids=[c[0][:60] for c in CASES])
 def test_function_renders_as_sprig_does(template: str, expected: str) -> None:
     assert render(template, DATA) == expected
@@ -381,8 +432,9 @@ def test_render_gives_what_sprig_gives(case: dict[str, Any]) -> None:
 
 
 def test_the_expectations_written_here_are_sprigs() -> None:
-    written = dict(CASES)
-    answered = [case for case in SPRIG if "output" in case and case["template"] in written]
-    assert len(answered) > 100
-    for case in answered:
-        assert written[case["template"]] == case["output"], case["template"]
+    for cases, data in ((CASES, DATA), (WILD_CASES, WILD)):
+        written = dict(cases)
+        answered = [c for c in SPRIG if c["data"] == data and c["template"] in written]
+        assert len(answered) > len(cases) // 2
+        for case in answered:
+            assert written[case["template"]] == case.get("output"), case["template"]

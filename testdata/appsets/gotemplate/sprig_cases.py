@@ -21,13 +21,14 @@ import sys
 from pathlib import Path
 
 from kubectl_gitdrift.appsets.templatefuncs import UNSUPPORTED
-from tests.appsets.test_templatefuncs import CASES, DATA, ERRORS
+from tests.appsets.test_templatefuncs import CASES, DATA, ERRORS, WILD, WILD_CASES
 
 
 def main() -> None:
+    pairs = [(t, DATA) for t, _ in CASES + ERRORS] + [(t, WILD) for t, _ in WILD_CASES]
     cases = [
-        {"name": f"case {i}", "template": template, "data": DATA}
-        for i, (template, _) in enumerate(CASES + ERRORS)
+        {"name": f"case {i}", "template": template, "data": data}
+        for i, (template, data) in enumerate(pairs)
         if not any(name in template for name in [*UNSUPPORTED, "uuidv4", "rand"])
     ]
     Path(sys.argv[1]).write_text(json.dumps(cases, indent=1, ensure_ascii=False) + "\n")
