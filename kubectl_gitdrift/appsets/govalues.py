@@ -1,5 +1,5 @@
 """Go's values as text/template sees them, the Go libraries its functions lean on (fmt,
-strconv, Masterminds/semver, time's layouts), and text/template's builtins.
+strconv, spf13/cast, Masterminds/semver), and text/template's builtins.
 
 Template data is plain Python data read as Go reads decoded JSON: dict is
 map[string]interface {}, list is []interface {}, int is int, `Int64` is int64 (what sprig's
@@ -16,7 +16,7 @@ import math
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import datetime
 from decimal import Decimal
 from typing import Any
 
@@ -580,53 +580,6 @@ def semver_compare(constraint: str, version: str) -> bool:
         all(_check(op, v, text, any("-" in t for _, t in group)) for op, text in group)
         for group in groups
     )
-
-
-# ---------------------------------------------------------------- sprig: dates (now and date only)
-
-_LAYOUT = re.compile(
-    r"2006|January|Jan|Monday|Mon|MST|Z07:00|-07:00|-0700|\.000000000|\.000000|\.000|01|02|_2|15|03|04|05|06|PM|pm|1|2|3|4|5"
-)
-_STRFTIME = {"2006": "%Y", "January": "%B", "Jan": "%b", "Monday": "%A", "Mon": "%a",
-             "MST": "%Z", "01": "%m", "02": "%d", "15": "%H", "03": "%I", "04": "%M",
-             "05": "%S", "06": "%y", "PM": "%p"}  # fmt: skip
-
-
-def go_date(layout: str, when: Any) -> str:
-    """time.Format with Go's reference layout (Mon Jan 2 15:04:05 MST 2006)."""
-    if isinstance(when, int | float) and not isinstance(when, bool):
-        when = datetime.fromtimestamp(when, timezone.utc)
-    stamp: datetime = when if isinstance(when, datetime) else datetime.now(timezone.utc)
-
-    def part(m: re.Match[str]) -> str:
-        token = m[0]
-        if token in _STRFTIME:
-            return stamp.strftime(_STRFTIME[token])
-        if token.startswith("."):
-            return "." + f"{stamp.microsecond:06d}000"[: len(token) - 1]
-        if token in ("Z07:00", "-07:00", "-0700"):
-            offset = stamp.strftime("%z") or "+0000"
-            if token == "Z07:00" and offset == "+0000":
-                return "Z"
-            return offset if token == "-0700" else offset[:3] + ":" + offset[3:]
-        simple = {
-            "1": stamp.month,
-            "2": stamp.day,
-            "3": stamp.hour % 12 or 12,
-            "4": stamp.minute,
-            "5": stamp.second,
-        }
-        if token == "_2":
-            return f"{stamp.day:2d}"
-        return (
-            "pm"
-            if token == "pm" and stamp.hour >= 12
-            else "am"
-            if token == "pm"
-            else str(simple[token])
-        )
-
-    return _LAYOUT.sub(part, layout)
 
 
 # ---------------------------------------------------------------- text/template's builtins
