@@ -21,10 +21,10 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
-from kubectl_gitdrift.appsets import govalues
+from kubectl_gitdrift.appsets import govalues, templatefuncs
 from kubectl_gitdrift.appsets.govalues import MISSING, Func, FuncError, show, truth
 from kubectl_gitdrift.appsets.inputs import AppSetError
-from kubectl_gitdrift.appsets.templatefuncs import FUNCS, REMOVED, UNSUPPORTED
+from kubectl_gitdrift.appsets.templatefuncs import FUNCS
 
 __all__ = ["TemplateError", "render"]
 
@@ -463,7 +463,7 @@ class _Parser:
             return _Var(tok.pos, value)
         if kind == "ident":
             if value not in FUNCS:
-                raise _Error(tok.pos, _unknown_function(value))
+                raise _Error(tok.pos, templatefuncs.unknown(value))
             return _Ident(tok.pos, value)
         if kind == "punct" and value == ".":
             return _Word(tok.pos, ".")
@@ -501,14 +501,6 @@ def _describe(tok: _Tok) -> str:
     if tok.kind == "close":
         return "}}"
     return govalues.go_quote(tok.value) if tok.kind != "keyword" else f"<{tok.value}>"
-
-
-def _unknown_function(name: str) -> str:
-    if name in REMOVED:
-        return f"function {govalues.go_quote(name)} not defined (Argo CD removes it from sprig)"
-    if name in UNSUPPORTED:
-        return f"function {govalues.go_quote(name)} is not supported by gitdrift's goTemplate"
-    return f"function {govalues.go_quote(name)} not defined"
 
 
 @lru_cache(maxsize=4096)
@@ -783,7 +775,8 @@ def render(text: str, data: Mapping[str, Any], *, options: Sequence[str] = ()) -
         state = _State(tmpl, missing, data)
         state.walk(data, tmpl.root)
     except _Error as err:
-        raise TemplateError(f"{_where(text, err.pos)}: {err}") from None
+        cause = str(err).replace("\n", "\\n")  # one line, whatever `fail` was given
+        raise TemplateError(f"{_where(text, err.pos)}: {cause}") from None
     except RecursionError:
         raise TemplateError("template nested too deeply") from None
     return "".join(state.out)

@@ -51,7 +51,7 @@ from kubectl_gitdrift.appsets.govalues import (
     type_name,
 )
 
-__all__ = ["FUNCS", "REMOVED", "UNSUPPORTED"]
+__all__ = ["FUNCS", "REMOVED", "UNSUPPORTED", "unknown"]
 
 FUNCS: dict[str, Func] = dict(BUILTINS)
 REMOVED = frozenset({"env", "expandenv", "getHostByName"})
@@ -64,6 +64,15 @@ UNSUPPORTED = frozenset((  # dates beyond now/date, random, crypto, network: ref
     "genSignedCertWithKey", "encryptAES", "decryptAES", "semver", "urlParse", "urlJoin", "call",
     "abbrev", "abbrevboth", "wrap", "wrapWith", "camelcase", "kebabcase", "snakecase"
 ))  # fmt: skip
+
+
+def unknown(name: str) -> str:
+    """Why `name` cannot be called: Argo CD removed it, gitdrift refuses it, or it is unknown."""
+    if name in REMOVED:
+        return f"function {go_quote(name)} not defined (Argo CD removes it from sprig)"
+    if name in UNSUPPORTED:
+        return f"function {go_quote(name)} is not supported by gitdrift's goTemplate"
+    return f"function {go_quote(name)} not defined"
 
 
 def _def(names: str, *params: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:

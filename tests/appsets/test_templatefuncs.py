@@ -276,6 +276,7 @@ ERRORS = [
     ("{{ trunc .ratio .path.basename }}", "line 1, col 10: wrong type for value; expected int; got float64"),
     ("{{ trunc (add 1 1) .path.basename }}", "expected int; got int64"),
     ('{{ fail "stop here" }}', "line 1, col 4: error calling fail: stop here"),
+    ('{{ fail "two\\nlines" }}', "error calling fail: two\\nlines"),
     ("{{ div 1 0 }}", "error calling div: runtime error: integer divide by zero"),
     ('{{ first "abc" }}', "error calling first: Cannot find first on type string"),
     ('{{ mustRegexMatch "(" "x" }}', "error calling mustRegexMatch: error parsing regexp: "),
