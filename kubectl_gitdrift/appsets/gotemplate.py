@@ -763,7 +763,8 @@ def _constant(node: _Const, typ: str) -> Any:
 
 
 def render(text: str, data: Mapping[str, Any], *, options: Sequence[str] = ()) -> str:
-    """`text` executed as a Go template over `data` with Argo CD's functions (goTemplate)."""
+    """`text` executed as a Go template over `data` with Argo CD's functions (goTemplate).
+    Values inside `data` are plain JSON-like data (dict, list, str, int, float, bool, None)."""
     missing = "default"
     for option in options:
         key, _, value = option.partition("=")
@@ -772,6 +773,7 @@ def render(text: str, data: Mapping[str, Any], *, options: Sequence[str] = ()) -
         missing = _MISSING_KEY[value]
     try:
         tmpl = _parse(text)
+        data = data if isinstance(data, dict) else dict(data)
         state = _State(tmpl, missing, data)
         state.walk(data, tmpl.root)
     except _Error as err:

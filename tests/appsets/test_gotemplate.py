@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+from types import MappingProxyType
 from typing import Any
 
 import pytest
@@ -124,3 +125,7 @@ def test_rendering_does_not_change_the_data() -> None:
     before = json.dumps(data, sort_keys=True)
     render("{{ range $k, $v := .m }}{{ $k }}{{ $v }}{{ end }}{{ toJson . }}{{ .m.b }}", data)
     assert json.dumps(data, sort_keys=True) == before
+
+
+def test_any_mapping_is_the_root() -> None:
+    assert render("{{ .a }}", MappingProxyType({"a": "x"})) == "x"
