@@ -233,8 +233,10 @@ def _with_left_out(
 
 
 def left_out(remedies: Sequence[Remedy]) -> list[str]:
-    """Every drifted field the `--write-patch` content (`patch`) leaves out, with the reason."""
-    return [entry for r in remedies if r.kind is RemedyKind.ADOPT for entry in r.left_out]
+    """Every drifted field the `--write-patch` content (`patch`) leaves out, with the reason:
+    the remedies' own lists, and the edits two remedies make to the same lines of a file."""
+    own = [entry for r in remedies if r.kind is RemedyKind.ADOPT for entry in r.left_out]
+    return [*own, *diffmerge.left_out(_diffs(remedies))]
 
 
 def _memo(read_source: SourceReader) -> SourceReader:
@@ -252,9 +254,11 @@ def _memo(read_source: SourceReader) -> SourceReader:
 def patch(remedies: Sequence[Remedy]) -> str:
     """The `--write-patch` content: every adopt remedy's diff, one per file, in order (the
     edits several remedies make to one file merged into one diff of it)."""
-    return diffmerge.merge(
-        [r.snippet for r in remedies if r.kind is RemedyKind.ADOPT and r.snippet and _is_diff(r)]
-    )
+    return diffmerge.merge(_diffs(remedies))
+
+
+def _diffs(remedies: Sequence[Remedy]) -> list[str]:
+    return [r.snippet for r in remedies if r.kind is RemedyKind.ADOPT and r.snippet and _is_diff(r)]
 
 
 def _is_diff(remedy: Remedy) -> bool:
