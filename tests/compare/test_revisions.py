@@ -107,7 +107,10 @@ def test_objects_added_removed_and_changed_by_key_with_field_edits(tmp_path: Pat
         DEPLOYMENT.replace("replicas: 2", "replicas: 3")
         .replace("web:1.0", "web:1.1")
         .replace("value: info", "value: debug")
-        .replace("        - {containerPort: 8080, name: http}\n", "        - {containerPort: 9090, name: http}\n")
+        .replace(
+            "        - {containerPort: 8080, name: http}\n",
+            "        - {containerPort: 9090, name: http}\n",
+        )
     )
     base, head = _renders(
         tmp_path,
@@ -122,13 +125,15 @@ def test_objects_added_removed_and_changed_by_key_with_field_edits(tmp_path: Pat
     ]
     added, removed, changed = found
     assert added.edits == removed.edits == ()
+    app = "spec.template.spec.containers[name=app]"
+    http = {"containerPort": 8080, "name": "http"}
     assert _edits(changed) == [
         ("change", "spec.replicas", 2, 3),
-        ("change", "spec.template.spec.containers[name=app].env[name=LEVEL].value", "info", "debug"),
-        ("change", "spec.template.spec.containers[name=app].image", "registry.example.com/web:1.0", "registry.example.com/web:1.1"),
-        ("remove", "spec.template.spec.containers[name=app].ports[containerPort=8080]", {"containerPort": 8080, "name": "http"}, None),
-        ("add", "spec.template.spec.containers[name=app].ports[containerPort=9090]", None, {"containerPort": 9090, "name": "http"}),
-    ]  # fmt: skip
+        ("change", f"{app}.env[name=LEVEL].value", "info", "debug"),
+        ("change", f"{app}.image", "registry.example.com/web:1.0", "registry.example.com/web:1.1"),
+        ("remove", f"{app}.ports[containerPort=8080]", http, None),
+        ("add", f"{app}.ports[containerPort=9090]", None, {**http, "containerPort": 9090}),
+    ]
     assert all(not e.secret for e in changed.edits)
 
 
@@ -241,7 +246,9 @@ def test_secret_values_are_masked_and_a_changed_value_shows_as_changed(tmp_path:
 
 
 def test_swapping_the_revisions_swaps_added_and_removed(tmp_path: Path) -> None:
-    head_deployment = DEPLOYMENT.replace("      - name: proxy\n        image: registry.example.com/proxy:2.1\n", "")
+    head_deployment = DEPLOYMENT.replace(
+        "      - name: proxy\n        image: registry.example.com/proxy:2.1\n", ""
+    )
     base, head = _renders(
         tmp_path,
         {"web.yaml": DEPLOYMENT, "legacy.yaml": _configmap("legacy", "a: '1'")},
@@ -264,7 +271,9 @@ def test_swapping_the_revisions_swaps_added_and_removed(tmp_path: Path) -> None:
 def test_tracking_metadata_follows_the_tracking_method(tmp_path: Path) -> None:
     """Argo CD writes the instance label only under label tracking: there, git's value of it is
     no edit; under annotation tracking it is git's own label and a change of it is one."""
-    labelled = DEPLOYMENT.replace("  labels: {app: web}\n", "  labels: {app: web, app.kubernetes.io/instance: old}\n", 1)
+    labelled = DEPLOYMENT.replace(
+        "  labels: {app: web}\n", "  labels: {app: web, app.kubernetes.io/instance: old}\n", 1
+    )
     relabelled = labelled.replace("instance: old", "instance: new")
     base, head = _renders(tmp_path, {"web.yaml": labelled}, {"web.yaml": relabelled})
     label = model.Settings(tracking_method=model.TrackingMethod.LABEL)
@@ -308,4 +317,7 @@ def test_a_document_that_is_not_an_object_names_its_file() -> None:
 
 
 def _configmap(name: str, data: str) -> str:
-    return f"apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: {name}, namespace: shop}}\ndata: {{{data}}}\n"
+    return (
+        f"apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: {name}, namespace: shop}}\n"
+        f"data: {{{data}}}\n"
+    )
