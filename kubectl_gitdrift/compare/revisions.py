@@ -1,7 +1,8 @@
 """What a change does to an app's objects between two renders (gitdrift preview): the objects
 added, removed and changed, and, for a changed one, the fields, compared as Argo CD would
 compare each of them with a live object: normalized the way it normalizes a desired object,
-merge-keyed lists item by item, Secret values masked.
+merge-keyed lists item by item, no edit where the API server's defaults make both the same,
+Secret values masked.
 
 Pure: the built-in Kubernetes types are the ones every run has loaded (`openapi`, read once per
 process), unless the caller hands in its own schema.
@@ -14,7 +15,7 @@ from functools import lru_cache
 from typing import Any
 
 from kubectl_gitdrift import model
-from kubectl_gitdrift.compare import changes, masking, normalize, pairs
+from kubectl_gitdrift.compare import changes, defaults, masking, normalize, pairs
 from kubectl_gitdrift.compare.normalize import Node
 from kubectl_gitdrift.errors import SourceError
 
@@ -114,6 +115,8 @@ def _object_edits(
     if before == after:
         return []
     found = changes.diff_bodies(after, before, node, strategic=node is not None)
+    if found and node is not None:
+        found = _beyond_defaults(found, (old.body, before), (new.body, after), key)
     if masking.is_secret(key):
         # head plays git's part (its values numbered first), base the live object's
         drift = model.Drift(
@@ -125,6 +128,32 @@ def _object_edits(
         )
         found = list(masking.mask_drift(drift).changes)
     return [model.Edit(c.op, c.path, c.live, c.desired, secret=c.secret) for c in found]
+
+
+def _beyond_defaults(
+    found: list[model.Change],
+    old: tuple[model.Body, Any],
+    new: tuple[model.Body, Any],
+    key: model.ObjectKey,
+) -> list[model.Change]:
+    """The edits the API server's defaulting leaves standing: git now spelling out a default
+    (`imagePullPolicy: IfNotPresent` for a tagged image, a port's `protocol: TCP`) changes
+    nothing the server stores, while git dropping a field the server defaults to another value
+    does. Edits keep git's own values (not the defaulted ones)."""
+    sides = []
+    for raw, body in (old, new):
+        version = pairs.version_of(raw)
+        if not defaults.has_defaults(key.group, version, key.kind):
+            return found
+        sides.append(defaults.apply_defaults(key.group, version, key.kind, body))
+    before, after = sides
+    return [c for c in found if not _same_at(before, after, c.path)]
+
+
+def _same_at(before: Any, after: Any, path: model.FieldPath) -> bool:
+    found_before, value_before = model.lookup(before, path)
+    found_after, value_after = model.lookup(after, path)
+    return found_before and found_after and value_before == value_after
 
 
 def _comparable(body: model.Body, key: model.ObjectKey, ctx: pairs.CompareContext) -> Any:

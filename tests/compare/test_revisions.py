@@ -138,8 +138,9 @@ def test_objects_added_removed_and_changed_by_key_with_field_edits(tmp_path: Pat
 
 
 def test_a_rewritten_file_that_argo_cd_applies_the_same_is_no_edit(tmp_path: Path) -> None:
-    """Key order, flow or block style, quoting, comments, `1000m` for `1` CPU, `3.0` replicas,
-    an empty annotations map, status, and a tracking-id Argo CD overwrites anyway."""
+    """Key order, flow or block style, quoting, comments, `1000m` for `1` CPU, `2.0` replicas,
+    an empty annotations map, status, a tracking-id Argo CD overwrites anyway, and defaults the
+    API server fills in spelled out (a tagged image's pull policy, a port's protocol)."""
     rewritten = """\
     # the same Deployment, written by someone else
     kind: Deployment
@@ -160,8 +161,9 @@ def test_a_rewritten_file_that_argo_cd_applies_the_same_is_no_edit(tmp_path: Pat
           containers:
             - image: "registry.example.com/web:1.0"
               name: app
+              imagePullPolicy: IfNotPresent
               resources: {limits: {memory: 1024Mi, cpu: "1"}}
-              ports: [{name: http, containerPort: 8080}]
+              ports: [{name: http, containerPort: 8080, protocol: TCP}]
               env: [{value: fast, name: MODE}, {name: LEVEL, value: info}]
             - {name: proxy, image: "registry.example.com/proxy:2.1"}
     status: {replicas: 2}
@@ -169,6 +171,20 @@ def test_a_rewritten_file_that_argo_cd_applies_the_same_is_no_edit(tmp_path: Pat
     base, head = _renders(tmp_path, {"web.yaml": DEPLOYMENT}, {"web.yaml": rewritten})
     assert base[0].body != head[0].body  # not the same data: equal once normalized
     assert revisions.edits(base, head) == []
+
+
+def test_a_dropped_field_the_server_defaults_differently_is_an_edit(tmp_path: Path) -> None:
+    no_replicas = DEPLOYMENT.replace("  replicas: 2\n", "")
+    always = no_replicas.replace(
+        "        image: registry.example.com/web:1.0\n",
+        "        image: registry.example.com/web:1.0\n        imagePullPolicy: Always\n",
+    )
+    base, head = _renders(tmp_path, {"web.yaml": DEPLOYMENT}, {"web.yaml": always})
+    (changed,) = revisions.edits(base, head)
+    assert _edits(changed) == [  # git's values, not the defaulted ones (replicas 1, IfNotPresent)
+        ("remove", "spec.replicas", 2, None),
+        ("add", "spec.template.spec.containers[name=app].imagePullPolicy", None, "Always"),
+    ]
 
 
 def test_lists_with_merge_keys_compare_by_key_and_order_counts(tmp_path: Path) -> None:
