@@ -121,6 +121,24 @@ def test_automated_prune_deletes_an_extraneous_object(
     assert [f.key for f in kept] == []
 
 
+def test_an_object_left_out_of_the_sync_status_is_still_pruned(
+    build_repo: BuildRepo, tmp_path: Path
+) -> None:
+    """IgnoreExtraneous only keeps the object out of the app's sync status: the sync prunes it
+    (Argo CD's compare-options docs pair it with Prune=false for that reason)."""
+
+    def edit(items: list[Doc]) -> None:
+        _sync_policy(automated={"prune": True})(items)
+        (legacy,) = [i for i in items if i["metadata"].get("name") == "guestbook-legacy"]
+        legacy["metadata"]["annotations"]["argocd.argoproj.io/compare-options"] = "IgnoreExtraneous"
+
+    report = _report(build_repo, tmp_path, "diag-missing-extraneous", edit)
+    (drift,) = [d for d in report.resources if d.key == LEGACY]
+    assert not drift.counts
+    effects, _ = sync_effects.effects(report)
+    assert ("configmap/guestbook-legacy", "delete", None, None, None, None) in _shown(effects)
+
+
 def test_a_manual_sync_prunes_only_with_the_flag(build_repo: BuildRepo, tmp_path: Path) -> None:
     edit = _sync_policy(automated=None)
     effects, kept = sync_effects.effects(
