@@ -7,8 +7,8 @@ Missing object is created, a changed field gets git's value back, an ignored fie
 RespectIgnoreDifferences=true. An Extraneous object is deleted only by a sync that prunes:
 automated sync with `prune: true` (a manual `argocd app sync` prunes only with --prune), and
 never one marked `Prune=false`. What a primary cause claims and a sync does not fix (it comes
-back, or the sync fails on it: diagnose/causes.py's `revertable`) is not an effect: its finding
-says why.
+back, or the sync fails on it: diagnose/causes.py's `revertable`) is not an effect, nor what the
+controller is forbidden to do: the finding says why.
 """
 
 from __future__ import annotations
@@ -49,6 +49,13 @@ no controller keeps writing the field (`_lasting`)."""
 RELEASED = "ssa-field-released"
 """A field git dropped that a server-side apply keeps (other managers own it too)."""
 
+FORBIDDEN = "controller-forbidden"
+"""The controller's service account may not do what a sync needs on a kind in a namespace."""
+
+VERBS = {"create": "create", "delete": "delete", "set": "patch", "remove": "patch"}
+"""The API verb each effect needs of the controller (an apply is a PATCH, client or server
+side, as builtin/controller-rbac counts it)."""
+
 
 def effects(report: model.AppReport) -> Effects:
     """What syncing head would do (sorted by object, the whole object first, then by field),
@@ -70,8 +77,38 @@ def effects(report: model.AppReport) -> Effects:
         if drift.live is not None and drift.desired is not None and drift.suppressed:
             _ignored(drift, policy, out)
     kept.extend(f for f in report.findings if f.code == RELEASED)
+    out = _permitted(out, report.findings, kept)
     out.sort(key=_order)
     return tuple(out), kept.sorted()
+
+
+def _permitted(
+    found: list[model.SyncEffect], findings: Sequence[model.Finding], kept: _Kept
+) -> list[model.SyncEffect]:
+    """The effects the controller may carry out: one whose verb its service account is denied
+    on that kind and namespace fails with Forbidden, and the denial is what stays."""
+    denied: dict[tuple[str, str, str], list[model.Finding]] = {}
+    for finding in findings:
+        if finding.code != FORBIDDEN or finding.key is None:
+            continue
+        key = finding.key  # the first of the app's objects of the denied kind and namespace
+        namespace = str(finding.evidence.get("namespace", key.namespace))
+        denied.setdefault((key.group, key.kind, namespace), []).append(finding)
+    if not denied:
+        return found
+    out = []
+    for effect in found:
+        key = effect.key
+        refusals = [
+            f
+            for f in denied.get((key.group, key.kind, key.namespace), ())
+            if VERBS[effect.action] in (f.evidence.get("deniedVerbs") or ())
+        ]
+        if refusals:
+            kept.extend(refusals)
+        else:
+            out.append(effect)
+    return out
 
 
 # --------------------------------------------------------------------------- objects

@@ -273,6 +273,34 @@ def test_what_a_lasting_cause_claims_is_not_an_effect_but_its_finding(
     assert [f for f in kept if f.key == key] == own
 
 
+def test_what_the_controller_may_not_do_is_left_with_its_denial(
+    build_repo: BuildRepo, tmp_path: Path
+) -> None:
+    report = _report(build_repo, tmp_path, "diag-controller-forbidden")
+    (denial,) = [f for f in report.findings if f.code == "controller-forbidden"]
+    assert "patch" in denial.evidence["deniedVerbs"]
+    effects, kept = sync_effects.effects(report)
+    assert effects == ()
+    assert kept == (denial,)
+
+
+def test_a_denial_of_other_verbs_leaves_the_effect(build_repo: BuildRepo, tmp_path: Path) -> None:
+    def edit(items: list[Doc]) -> None:
+        for role in (i for i in items if i["kind"] in ("Role", "ClusterRole")):
+            for rule in role.get("rules") or ():
+                if "deployments" in rule.get("resources", ()) and "get" in rule.get("verbs", ()):
+                    rule["verbs"] = sorted({*rule["verbs"], "patch"})
+
+    report = _report(build_repo, tmp_path, "diag-controller-forbidden", edit)
+    (denial,) = [f for f in report.findings if f.code == "controller-forbidden"]
+    assert "patch" not in denial.evidence["deniedVerbs"]
+    effects, kept = sync_effects.effects(report)
+    assert _shown(effects) == [
+        ("deployment.apps/guestbook", "set", "spec.replicas", 6, 3, "kubectl")
+    ]
+    assert kept == ()
+
+
 def test_a_revertable_unmatched_rule_is_an_effect(build_repo: BuildRepo, tmp_path: Path) -> None:
     """The same unmatched rule, the field written by a person (kubectl): a sync writes git's
     value back and it stays, so it is an effect that overwrites that write."""
