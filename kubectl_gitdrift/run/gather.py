@@ -9,6 +9,7 @@ import concurrent.futures
 import dataclasses
 import datetime
 import gc
+import os
 import secrets
 import threading
 from collections.abc import Iterable, Mapping, Sequence
@@ -199,10 +200,15 @@ class _RepoServer:
         self._kc = kc
         self._namespace = namespace
         self._lock = threading.Lock()
+        self._pid = os.getpid()
         self.read: source_tools.RepoServer | None = None
 
     def __call__(self) -> source_tools.RepoServer:
         with self._lock:
+            if self.read is None and os.getpid() != self._pid:
+                # a forked worker has no connection (its loop thread stayed in the parent);
+                # live renders all run before the fork, so this is never reached today
+                return source_tools.RepoServer("", "not read in a forked worker")
             if self.read is None:
                 body, why = self._kc.get_object(
                     "apps", "Deployment", self._namespace, source_config.REPO_SERVER

@@ -251,7 +251,9 @@ def _helm_charts(tree: Path, app_path: str) -> list[str] | None:
 
 def _note(notes: list[str] | None, chosen: tools.HelmChoice | None) -> None:
     """Which helm inflated the helmCharts, when the choice says (once per render)."""
-    if notes is not None and chosen is not None and chosen.note and chosen.note not in notes:
+    if notes is None or chosen is None or not chosen.note:
+        return
+    if f"helmCharts: {chosen.note}" not in notes:
         notes.append(f"helmCharts: {chosen.note}")
 
 
