@@ -195,6 +195,10 @@ def export_tree(repo_root: Path, rev: str, dest: Path) -> str:
             if header == [obj.encode("ascii"), b"missing"] or (failure and obj in failure):
                 raise _missing_blob(top, rev, str(path), obj, failure)
             if len(header) != 3 or header[0].decode("ascii") != obj:
+                lacking = _lacking(top, sha) if failure else set()
+                missing = next(((o, p) for _, o, p in entries if o in lacking), None)
+                if missing is not None:  # git died of its failed fetch before naming it
+                    raise _missing_blob(top, rev, str(missing[1]), missing[0], failure)
                 if failure:
                     detail = _last_line(failure.encode())
                     raise SourceError(f"git cat-file in {top} failed: {detail}")
@@ -256,11 +260,13 @@ def _cat_file(top: Path, request: IO[bytes], response: IO[bytes]) -> str:
 
 
 def _unreadable_tree(top: Path, sha: str, failure: str) -> SourceError:
-    """Why `ls-tree -l` of commit `sha` failed: a blob it names that the clone lacks
-    (`_missing_blob`, the file found by a listing that reads no blob), else git's last line."""
-    named = set(re.findall(r"\b[0-9a-f]{40}(?:[0-9a-f]{24})?\b", failure))
+    """Why `ls-tree -l` of commit `sha` failed: a blob the clone lacks (`_missing_blob`, the
+    file found by a listing that reads no blob), else git's last line. git names the blob
+    ("could not fetch <id> from promisor remote") unless its failed fetch killed it first
+    (SIGPIPE): then the clone is asked which blobs it lacks (`_lacking`)."""
+    named = set(re.findall(r"\b[0-9a-f]{40}(?:[0-9a-f]{24})?\b", failure)) or _lacking(top, sha)
     if named:
-        listing = run_git(top, "ls-tree", "-r", "-z", "--full-tree", sha).stdout
+        listing = run_git(top, "ls-tree", "-r", "-z", "--full-tree", sha, check=False).stdout
         for record in listing.split(b"\0"):
             meta, _, raw_path = record.partition(b"\t")
             fields = meta.decode("ascii", "replace").split(" ")
@@ -268,6 +274,16 @@ def _unreadable_tree(top: Path, sha: str, failure: str) -> SourceError:
                 path = raw_path.decode("utf-8", "surrogateescape")
                 return _missing_blob(top, sha, path, fields[2], failure)
     return SourceError(f"git ls-tree in {top} failed: {_last_line(failure.encode())}")
+
+
+def _lacking(top: Path, sha: str) -> set[str]:
+    """The objects of commit `sha`'s tree that the clone lacks, found without fetching any
+    (`rev-list --missing=print` lists them as `?<id>`)."""
+    proc = run_git(
+        top, "rev-list", "--objects", "--missing=print", "--no-walk", sha, "--", check=False
+    )
+    lines = proc.stdout.decode("ascii", "replace").splitlines()
+    return {line[1:].strip() for line in lines if line.startswith("?")}
 
 
 def _missing_blob(top: Path, rev: str, path: str, obj: str, failure: str) -> SourceError:

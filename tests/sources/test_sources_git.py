@@ -241,6 +241,19 @@ def test_tree_size_of_a_partial_clone_names_the_blob_it_cannot_fetch(
     assert "could not fetch" not in message
 
 
+def test_a_fetch_that_dies_before_naming_the_blob_still_names_the_file(
+    repo: Path, tmp_path: Path
+) -> None:
+    # git's failed lazy fetch can end it by SIGPIPE before "could not fetch <id>" is written
+    # (seen under load): the clone is then asked which blobs it lacks, fetching none
+    clone = _partial_clone(repo, tmp_path)
+    head = git.resolve_revision(clone, "main")
+    error = git._unreadable_tree(clone, head, "fatal: '/gone' does not appear to be a git repo\n")
+    assert error.message.startswith(".gitattributes at ")
+    assert "a partial clone (--filter=blob:none) fetches its files" in error.message
+    assert "does not appear to be a git repo" in error.message
+
+
 def test_export_of_a_mirror_without_url_says_run_online(repo: Path, tmp_path: Path) -> None:
     # gitdrift's own mirrors keep no URL (sources/fetch.py): a blob they lack needs a fetch
     clone = _partial_clone(repo, tmp_path)
