@@ -10,12 +10,14 @@ URL is committed). `repo_root: false` runs without --repo-root (for sources that
 or a repository the `git` server serves: gitdrift fetches it). A scenario with an `expected.md`
 also checks `-o markdown` against it. The report's suggested gitdrift commands repeat the run's
 --snapshot and --repo-root: goldens show the snapshot's path in the checkout and the clone as
-`${REPO_ROOT}` (or `repo_root_shown:`, e.g. make demo's `.venv/demo-repo`)."""
+`${REPO_ROOT}` (or `repo_root_shown:`, e.g. make demo's `.venv/demo-repo`).
+`partial_clone: URL` makes --repo-root a clone that lacks its blobs (`_partial_clone`)."""
 
 from __future__ import annotations
 
 import json
 import shutil
+import subprocess
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -125,6 +127,23 @@ def _substituted(src: Path, dest: Path, placeholders: dict[str, str]) -> Path:
     return dest
 
 
+def _partial_clone(built: Path, work: Path, origin: str) -> Path:
+    """`partial_clone: URL` in scenario.yaml: --repo-root is `git clone --filter=blob:none
+    --no-checkout` of the built repository (from its file:// URL, filters allowed), whose origin
+    is then `URL` with every git transport refused (`protocol.allow never`): the clone holds
+    commits and trees but no file, and cannot fetch one, as on a machine offline."""
+    clone = work / "clone"
+    upload = "git -c uploadpack.allowFilter=true upload-pack"
+    for args in (
+        ["clone", "-q", "--filter=blob:none", "--no-checkout", f"--upload-pack={upload}",
+         built.resolve().as_uri(), str(clone)],
+        ["-C", str(clone), "remote", "set-url", "origin", origin],
+        ["-C", str(clone), "config", "protocol.allow", "never"],
+    ):  # fmt: skip
+        subprocess.run(["git", *args], check=True, capture_output=True)
+    return clone
+
+
 def _normalized(output: str, placeholders: dict[str, str]) -> str:
     """The output with every placeholder's value (longest first) put back as its name."""
     for name, value in sorted(placeholders.items(), key=lambda kv: -len(kv[1])):
@@ -186,6 +205,8 @@ def test_scenario(  # type: ignore[no-untyped-def]
         monkeypatch.setenv("DOCKER_CONFIG", str(tmp_path / "docker"))
         repo_src = _substituted(repo_src, tmp_path / "repo-src", placeholders)
     repo = build_repo(repo_src)
+    if spec.get("partial_clone"):
+        repo = _partial_clone(repo, tmp_path, str(spec["partial_clone"]))
     if spec.get("serve"):
         head = git.resolve_revision(repo, "HEAD")
         placeholders = {**placeholders, "${REPO_HEAD}": head}

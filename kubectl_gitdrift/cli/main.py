@@ -425,6 +425,7 @@ def _evaluate_checking(
                     state.capture.api_resources if state.capture is not None else ()
                 ),
                 defer_reads=all_apps,  # each comparing process reads its apps' renders
+                repo_server=workflow.repo_server_of(state),
             )
             mode = "offline"
         else:

@@ -200,8 +200,9 @@ def build_parser(prog: str = "kubectl gitdrift") -> Parser:
     src.add_argument(
         "--helm-version",
         choices=("3", "4"),
-        help="render helm sources with this helm major (default: the one the cluster's Argo CD "
-        "bundles, from its argocd-repo-server image: 3 before v3.5, 4 from it; else `helm`; "
+        help="render helm sources and kustomize helmCharts with this helm major (default: the "
+        "one the cluster's Argo CD bundles, from argocd-cm's version label or the "
+        "argocd-repo-server image: 3 before v3.5, 4 from it; else `helm`; "
         "$KUBECTL_GITDRIFT_HELM_VERSION)",
     )
     live = parser.add_argument_group("cluster side")

@@ -2,7 +2,9 @@
 
 A translator, not a second model: every object leaves as a plain ``dict`` (kr8s's raw form),
 never as a kr8s object. Reads only: discovery, ``/version``, ``/openapi/v3``, and LISTs (never
-one GET per object), plus SubjectAccessReviews; and, only when asked (``--server-dry-run``),
+one GET per object: the one GET is of the argocd-repo-server Deployment, for its image, when a
+helm render needs the Argo CD version), plus SubjectAccessReviews; and, only when asked
+(``--server-dry-run``),
 Argo CD's server-side apply dry-run (``dryRun=All``: the server persists nothing). Each kind of
 request has a module of its own (discovery, listing, reviews, dryrun) built on the transport,
 whose private event loop runs in a thread of its own, so callers stay synchronous, and LISTs
@@ -22,7 +24,13 @@ from kubectl_gitdrift.live.discovery import Discovery, DiskCache, discover, open
 from kubectl_gitdrift.live.dryrun import SSA_MANAGER, DryRun, dry_run_all
 from kubectl_gitdrift.live.listing import ListResult, Query, list_all
 from kubectl_gitdrift.live.reviews import review_all
-from kubectl_gitdrift.live.transport import Config, Transport, retrieved
+from kubectl_gitdrift.live.transport import (
+    Config,
+    Transport,
+    Unreadable,
+    retrieved,
+    status_message,
+)
 
 __all__ = ["Cluster"]
 
@@ -149,6 +157,49 @@ class Cluster:
         """:meth:`fetch`, started: the LISTs run while the caller goes on (renders); the
         future's result is what `fetch` returns, or its error."""
         return self._link.submit(list_all(self._link, queries, done))
+
+    # ------------------------------------------------------------------ GET
+    def get_object(
+        self, group: str, kind: str, namespace: str, name: str
+    ) -> tuple[dict[str, Any] | None, str]:
+        """One GET of the object (`apps`, `Deployment`, `argocd`, `argocd-repo-server`): its
+        body, or None and why not ("403 Forbidden: …", "404 Not Found: …"); a 401 raises, as
+        for a LIST. The only GET of an object gitdrift sends (the argocd-repo-server image)."""
+        return self._link.run(self._get_object(group, kind, namespace, name))
+
+    async def _get_object(
+        self, group: str, kind: str, namespace: str, name: str
+    ) -> tuple[dict[str, Any] | None, str]:
+        found = self.discovery.find(group, kind)
+        if found is None:
+            return None, f"the server serves no {kind} in group {group or 'core'}"
+        what = f"{found.resource} {name} in namespace {namespace}"
+        async with self._link.slot:
+            try:
+                response = await self._link.get(
+                    "/apis" if found.group else "/api",
+                    version=found.api_version,
+                    namespace=namespace,
+                    url=f"{found.plural}/{name}",
+                )
+            except Unreadable as exc:
+                return None, f"cannot get {what}: {exc}"
+        code = response.status_code
+        if code == 401:
+            raise self._link.unauthorized()
+        if code == 403:
+            return None, f"403 Forbidden: RBAC does not allow verb 'get' on {what}"
+        if code == 404:
+            return None, f"404 Not Found: no {what}"
+        if code != 200:
+            return None, f"{code} {response.reason_phrase}: {status_message(response)}".strip()
+        try:
+            body = response.json()
+        except ValueError:
+            return None, f"cannot get {what}: the server answered something that is not JSON"
+        if not isinstance(body, dict):
+            return None, f"cannot get {what}: the server's answer is not an object"
+        return {"apiVersion": found.api_version, "kind": found.kind, **body}, ""
 
     # ------------------------------------------------------------------ can-i
     def review(

@@ -29,6 +29,10 @@ class Capture:
     api_resources: tuple[Mapping[str, Any], ...] = ()  # {apiVersion, kind, name, namespaced, verbs}
     definitions: Mapping[str, Any] = field(default_factory=dict)  # reduced OpenAPI ($defs form)
     fingerprint_key: bytes | None = None  # the key Secret values were fingerprinted with
+    # the argocd-repo-server Deployment's repo-server image (the Argo CD version, which helm
+    # renders), read only when a helm render needed it: None when not read; "" and why not
+    repo_server_image: str | None = None
+    repo_server_unreadable: str = ""
 
     @property
     def kube_version(self) -> str:

@@ -36,6 +36,9 @@ MAX_FILE_BYTES = 256 * 1024 * 1024
 
 API_VERSION = "gitdrift/v1"
 KIND = "Snapshot"
+REPO_SERVER_FIELD = "argocdRepoServer"
+"""The argocd-repo-server Deployment's image, or why it could not be read: written only when
+the export read it (a helm render needed the Argo CD version); a v1 field old readers ignore."""
 
 
 # --------------------------------------------------------------------------- reading
@@ -91,6 +94,15 @@ def _validate(doc: Mapping[str, Any], file: Path) -> None:
             raise SnapshotError(f"--snapshot {file}: {name} must be a mapping")
     if doc.get("argocdCM") is not None and not isinstance(doc["argocdCM"], Mapping):
         raise SnapshotError(f"--snapshot {file}: argocdCM must be a mapping")
+    repo_server = doc.get(REPO_SERVER_FIELD)
+    if repo_server is not None and (
+        not isinstance(repo_server, Mapping)
+        or not all(isinstance(repo_server.get(k) or "", str) for k in ("image", "unreadable"))
+    ):
+        raise SnapshotError(
+            f"--snapshot {file}: {REPO_SERVER_FIELD} must be a mapping of image and unreadable "
+            "(strings)"
+        )
     for name in ("applications", "appProjects", "objects"):
         for index, item in enumerate(doc.get(name) or (), 1):
             if not isinstance(item, Mapping) or not item.get("kind") or not item.get("apiVersion"):
@@ -124,6 +136,7 @@ def _from_snapshot(doc: Mapping[str, Any], file: Path) -> ClusterState:
         api_resources=tuple(dict(r) for r in doc.get("apiResources") or () if isinstance(r, dict)),
         definitions=definitions,
         fingerprint_key=key,
+        **_repo_server(doc.get(REPO_SERVER_FIELD)),
     )
     unreadable = []
     for index, entry in enumerate(doc.get("unreadable") or (), 1):
@@ -154,6 +167,16 @@ def _from_snapshot(doc: Mapping[str, Any], file: Path) -> ClusterState:
         capture=capture,
         notes=[str(n) for n in doc.get("notes") or ()],
     )
+
+
+def _repo_server(field: Any) -> dict[str, Any]:
+    """Capture's repo-server fields from the snapshot's `argocdRepoServer` (none if absent)."""
+    if not isinstance(field, Mapping):
+        return {}
+    return {
+        "repo_server_image": str(field.get("image") or ""),
+        "repo_server_unreadable": str(field.get("unreadable") or ""),
+    }
 
 
 def _files(path: Path) -> Sequence[Path]:
@@ -218,7 +241,19 @@ def to_document(state: ClusterState) -> dict[str, Any]:
             projects.append(dict(manifest.body))
         else:
             objects.append(dict(manifest.body))
+    repo_server = (
+        {}
+        if capture.repo_server_image is None
+        else {
+            REPO_SERVER_FIELD: {
+                "image": capture.repo_server_image,
+                **({"unreadable": capture.repo_server_unreadable}
+                   if capture.repo_server_unreadable else {}),
+            }
+        }
+    )  # fmt: skip
     return {
+        **repo_server,
         "apiVersion": API_VERSION,
         "kind": KIND,
         "capturedAt": capture.captured_at,

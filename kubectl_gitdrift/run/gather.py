@@ -9,6 +9,7 @@ import concurrent.futures
 import dataclasses
 import datetime
 import gc
+import os
 import secrets
 import threading
 from collections.abc import Iterable, Mapping, Sequence
@@ -23,6 +24,8 @@ from kubectl_gitdrift.errors import AppError, ClusterError, GitDriftError
 from kubectl_gitdrift.live import clusterstate, fingerprints, snapshot
 from kubectl_gitdrift.run import workflow
 from kubectl_gitdrift.run.request import Request, Selection
+from kubectl_gitdrift.sources import config as source_config
+from kubectl_gitdrift.sources import tools as source_tools
 
 
 def gather_live(
@@ -85,6 +88,7 @@ def _gather_live(
             else ""
         )
         remotes = workflow.remotes_of(request)
+        repo_server = _RepoServer(kc, selection.namespace or "argocd")
         listed = _Listed(progress)
         # a comparison asks the API server the controller's can-i (SubjectAccessReview) and
         # lists RBAC objects only if it will not answer; a snapshot holds them for offline
@@ -108,7 +112,10 @@ def _gather_live(
             kube_version=str(kc.version.get("gitVersion") or ""),
             api_versions=workflow.cluster_api_versions(k.to_dict() for k in kc.discovery.kinds()),
             remotes=remotes,
+            repo_server=repo_server,
         )
+        if request.export is not None and not request.git.repo_roots:
+            repo_server.unrendered(bodies, argocd_docs, request)  # the snapshot's replays
         if not selection.all and targets and targets[0].error is not None:
             raise targets[0].error
         wants, namespaces = _wants(targets, kc.discovery)
@@ -171,6 +178,7 @@ def _gather_live(
             api_resources=tuple(k.to_dict() for k in kc.discovery.kinds() if _used(k, wants)),
             definitions=definitions,
             fingerprint_key=fingerprint_key,
+            **repo_server.captured(),
         )
         state = clusterstate.from_live(
             docs.values(),
@@ -181,6 +189,61 @@ def _gather_live(
             reviews=answered,
         )
     return state, targets
+
+
+class _RepoServer:
+    """The argocd-repo-server Deployment's image, read by one GET on first need: a render
+    choosing a helm when neither --helm-version nor argocd-cm's version label decides
+    (sources/tools.choose_helm). Renders ask from several threads; one GET is sent."""
+
+    def __init__(self, kc: Any, namespace: str) -> None:
+        self._kc = kc
+        self._namespace = namespace
+        self._lock = threading.Lock()
+        self._pid = os.getpid()
+        self.read: source_tools.RepoServer | None = None
+
+    def __call__(self) -> source_tools.RepoServer:
+        with self._lock:
+            if self.read is None and os.getpid() != self._pid:
+                # a forked worker has no connection (its loop thread stayed in the parent);
+                # live renders all run before the fork, so this is never reached today
+                return source_tools.RepoServer("", "not read in a forked worker")
+            if self.read is None:
+                body, why = self._kc.get_object(
+                    "apps", "Deployment", self._namespace, source_config.REPO_SERVER
+                )
+                image = source_config.repo_server_image(body) if body is not None else ""
+                self.read = source_tools.RepoServer(image, why)
+            return self.read
+
+    def unrendered(
+        self, bodies: Sequence[model.Body], argocd_docs: Sequence[model.Body], request: Request
+    ) -> None:
+        """An export that renders nothing (no --repo-root) reads the image for its replays
+        when an app names a chart or helm options and nothing else says which helm."""
+        if request.settings.helm_version() or source_tools.argocd_helm_major(
+            source_config.argocd_version_of(argocd_docs)
+        ):
+            return
+        if any(_names_helm(body) for body in bodies):
+            self()
+
+    def captured(self) -> dict[str, Any]:
+        """The Capture fields of what was read (none when nothing asked)."""
+        if self.read is None:
+            return {}
+        return {
+            "repo_server_image": self.read.image,
+            "repo_server_unreadable": self.read.unreadable,
+        }
+
+
+def _names_helm(body: model.Body) -> bool:
+    """An Application with a source that is certainly helm: a chart, or helm options."""
+    spec = body.get("spec") or {}
+    sources = [spec.get("source"), *(spec.get("sources") or ())]
+    return any(isinstance(s, Mapping) and (s.get("chart") or s.get("helm")) for s in sources)
 
 
 def _out_of_sync(bodies: Sequence[model.Body]) -> bool:

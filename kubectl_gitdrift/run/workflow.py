@@ -34,6 +34,7 @@ from kubectl_gitdrift.sources import git as source_git
 from kubectl_gitdrift.sources import helm_locate
 from kubectl_gitdrift.sources import locate as source_locate
 from kubectl_gitdrift.sources import render as source_render
+from kubectl_gitdrift.sources import tools as source_tools
 
 
 class Progress(Protocol):
@@ -165,6 +166,18 @@ def render_configmaps(state: clusterstate.ClusterState) -> list[model.Body]:
     return [*([state.argocd_cm] if state.argocd_cm is not None else []), *found]
 
 
+def repo_server_of(
+    state: clusterstate.ClusterState,
+) -> Callable[[], source_tools.RepoServer] | None:
+    """What a gitdrift Snapshot recorded of the argocd-repo-server image (its export read it:
+    a helm render needed the Argo CD version), for the renders; None when it recorded nothing."""
+    capture = state.capture
+    if capture is None or capture.repo_server_image is None:
+        return None
+    read = source_tools.RepoServer(capture.repo_server_image, capture.repo_server_unreadable)
+    return lambda: read
+
+
 def _is_cmp_configmap(body: model.Body) -> bool:
     metadata = body.get("metadata") or {}
     return body.get("kind") == "ConfigMap" and metadata.get("name") == source_config.CMP_CONFIGMAP
@@ -181,6 +194,7 @@ def prepare(
     api_versions: Sequence[str] = (),
     remotes: set[str] | None = None,
     defer_reads: bool = False,
+    repo_server: Callable[[], source_tools.RepoServer] | None = None,
 ) -> list[Target]:
     """Parse and render every Application (concurrently, bounded), from the clones given with
     --repo-root or else from repoURL fetched into the cache; skip the ones whose repoURL is not
@@ -192,7 +206,9 @@ def prepare(
     a plain --repo-root, when the caller has read them (remotes_of).
     `defer_reads`: a render found in the cache is only looked up here; its manifests are read
     by `finish_render` (run_one), so with --all each process reads the renders of the apps it
-    compares (reading them was a third of what ran on one core before the fan-out)."""
+    compares (reading them was a third of what ran on one core before the fan-out).
+    `repo_server` gives the argocd-repo-server image when a helm render needs the Argo CD
+    version and neither --helm-version nor argocd-cm's label says it (repo_server_of)."""
     git = request.git
     render_config = source_config.of(
         configmaps,
@@ -200,6 +216,7 @@ def prepare(
         allow_plugins=git.allow_plugins,
         kube_version=kube_version,
         api_versions=api_versions,
+        repo_server=repo_server,
     )
     targets = []
     for body in bodies:

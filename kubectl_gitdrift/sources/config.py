@@ -6,20 +6,21 @@ From argocd-cm (util/settings GetKustomizeSettings): `kustomize.buildOptions` (f
 `kustomize.version` fails in Argo CD ("kustomize version <v> is not registered"). From
 argocd-cmp-cm and `--cmp FILE`: config management plugin definitions (sources/cmp_defs.py), and
 whether running them is allowed (`--allow-plugins`). The Argo CD version (which helm major its
-repo-server bundles, sources/tools.py): the `argocd-repo-server` Deployment's image tag, else
-argocd-cm's `app.kubernetes.io/version` label (set by the argo-cd Helm chart).
+repo-server bundles, sources/tools.py): argocd-cm's `app.kubernetes.io/version` label (set by
+the argo-cd Helm chart), else the `argocd-repo-server` Deployment's image tag: a Deployment among
+the objects given, or `RenderConfig.repo_server`, which a live run reads on first need.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from kubectl_gitdrift.errors import SourceError
-from kubectl_gitdrift.sources import cmp_defs
+from kubectl_gitdrift.sources import cmp_defs, tools
 
 BUILD_OPTIONS_KEY = "kustomize.buildOptions"
 CMP_CONFIGMAP = cmp_defs.CMP_CONFIGMAP
@@ -46,6 +47,9 @@ class RenderConfig:
     # and plugins (APIResourcesToStrings: `group/version` and `group/version/Kind`, sorted)
     api_versions: tuple[str, ...] = ()
     argocd_version: str = ""  # `v3.1.5`, the running Argo CD's (argocd_version_of); "" unknown
+    # with argocd_version unknown: the argocd-repo-server image, asked only by a render that
+    # chooses a helm (tools.choose_helm; a live run's one GET, a snapshot's `argocdRepoServer`)
+    repo_server: Callable[[], tools.RepoServer] | None = None
 
     def kustomize_flags(self) -> tuple[str, ...]:
         """`kustomize.buildOptions` to build with: the flags that run commands from the
@@ -90,9 +94,10 @@ def of(
     allow_plugins: bool = False,
     kube_version: str = "",
     api_versions: Iterable[str] = (),
+    repo_server: Callable[[], tools.RepoServer] | None = None,
 ) -> RenderConfig:
     """The render settings from argocd-cm and argocd-cmp-cm (any order, others ignored) and
-    the `--cmp` files."""
+    the `--cmp` files; `repo_server` reads the argocd-repo-server image when needed."""
     build: tuple[str, ...] = ()
     versions: set[str] = set()
     read = False
@@ -131,33 +136,38 @@ def of(
         broken_plugins=tuple(broken),
         api_versions=tuple(sorted(set(api_versions))),
         argocd_version=argocd_version_of(configmaps),
+        repo_server=repo_server,
     )
 
 
 REPO_SERVER = "argocd-repo-server"
 _VERSION_LABEL = "app.kubernetes.io/version"
-_TAG = re.compile(r":(v?\d+\.\d+[^@:/]*)(?:@.*)?$")
 
 
 def argocd_version_of(bodies: Iterable[Mapping[str, Any]]) -> str:
-    """The Argo CD version among `bodies`: the image tag of the `argocd-repo-server`
-    Deployment's repo-server container (`quay.io/argoproj/argocd:v3.1.5` → `v3.1.5`), else
-    argocd-cm's `app.kubernetes.io/version` label; "" when neither says."""
-    label = ""
+    """The Argo CD version among `bodies`: argocd-cm's `app.kubernetes.io/version` label, else
+    the image tag of the `argocd-repo-server` Deployment's repo-server container
+    (`quay.io/argoproj/argocd:v3.1.5` → `v3.1.5`); "" when neither says. The label first: a
+    live run has argocd-cm anyway, and reads the Deployment only when the label is silent."""
+    image = ""
     for body in bodies:
         md = body.get("metadata") or {}
         if body.get("kind") == "Deployment" and md.get("name") == REPO_SERVER:
-            spec = ((body.get("spec") or {}).get("template") or {}).get("spec") or {}
-            containers = [c for c in spec.get("containers") or () if isinstance(c, Mapping)]
-            named = [c for c in containers if c.get("name") == REPO_SERVER] or containers[:1]
-            match = _TAG.search(str(named[0].get("image") or "")) if named else None
-            if match:
-                return match.group(1)
+            image = image or tools.image_version(repo_server_image(body))
         elif body.get("kind") == "ConfigMap" and md.get("name") == "argocd-cm":
             value = str((md.get("labels") or {}).get(_VERSION_LABEL) or "")
             if re.match(r"^v?\d+\.\d+", value):
-                label = value
-    return label
+                return value
+    return image
+
+
+def repo_server_image(deployment: Mapping[str, Any]) -> str:
+    """The image of the argocd-repo-server Deployment's repo-server container (the container
+    named `argocd-repo-server`, else the first); "" when it has none."""
+    spec = ((deployment.get("spec") or {}).get("template") or {}).get("spec") or {}
+    containers = [c for c in spec.get("containers") or () if isinstance(c, Mapping)]
+    named = [c for c in containers if c.get("name") == REPO_SERVER] or containers[:1]
+    return str(named[0].get("image") or "") if named else ""
 
 
 def parse_kube_version(git_version: str) -> str:

@@ -136,8 +136,13 @@ def resolve_revision(repo_root: Path, rev: str, *, prefer_remote: bool = False) 
 
 
 def tree_bytes(repo_root: Path, sha: str) -> int:
-    """The size of every file of commit `sha` (what exporting it writes), from one `ls-tree`."""
-    listing = run_git(repo_root, "ls-tree", "-r", "-l", "-z", "--full-tree", sha).stdout
+    """The size of every file of commit `sha` (what exporting it writes), from one `ls-tree`.
+    Sizes are read from the blobs: a blob the clone lacks (a partial clone whose promisor
+    remote cannot be reached) is the error `export_tree` gives for it, naming the file."""
+    proc = run_git(repo_root, "ls-tree", "-r", "-l", "-z", "--full-tree", sha, check=False)
+    if proc.returncode != 0:
+        raise _unreadable_tree(repo_root, sha, proc.stderr.decode("utf-8", "replace"))
+    listing = proc.stdout
     total = 0
     for record in listing.split(b"\0"):
         size = record.partition(b"\t")[0].split()[-1:]
@@ -190,6 +195,10 @@ def export_tree(repo_root: Path, rev: str, dest: Path) -> str:
             if header == [obj.encode("ascii"), b"missing"] or (failure and obj in failure):
                 raise _missing_blob(top, rev, str(path), obj, failure)
             if len(header) != 3 or header[0].decode("ascii") != obj:
+                lacking = _lacking(top, sha) if failure else set()
+                missing = next(((o, p) for _, o, p in entries if o in lacking), None)
+                if missing is not None:  # git died of its failed fetch before naming it
+                    raise _missing_blob(top, rev, str(missing[1]), missing[0], failure)
                 if failure:
                     detail = _last_line(failure.encode())
                     raise SourceError(f"git cat-file in {top} failed: {detail}")
@@ -250,12 +259,42 @@ def _cat_file(top: Path, request: IO[bytes], response: IO[bytes]) -> str:
     return ""
 
 
+def _unreadable_tree(top: Path, sha: str, failure: str) -> SourceError:
+    """Why `ls-tree -l` of commit `sha` failed: a blob the clone lacks (`_missing_blob`, the
+    file found by a listing that reads no blob), else git's last line. git names the blob
+    ("could not fetch <id> from promisor remote") unless its failed fetch killed it first
+    (SIGPIPE): then the clone is asked which blobs it lacks (`_lacking`)."""
+    named = set(re.findall(r"\b[0-9a-f]{40}(?:[0-9a-f]{24})?\b", failure)) or _lacking(top, sha)
+    if named:
+        listing = run_git(top, "ls-tree", "-r", "-z", "--full-tree", sha, check=False).stdout
+        for record in listing.split(b"\0"):
+            meta, _, raw_path = record.partition(b"\t")
+            fields = meta.decode("ascii", "replace").split(" ")
+            if len(fields) == 3 and fields[1] == "blob" and fields[2] in named:
+                path = raw_path.decode("utf-8", "surrogateescape")
+                return _missing_blob(top, sha, path, fields[2], failure)
+    return SourceError(f"git ls-tree in {top} failed: {_last_line(failure.encode())}")
+
+
+def _lacking(top: Path, sha: str) -> set[str]:
+    """The objects of commit `sha`'s tree that the clone lacks, found without fetching any
+    (`rev-list --missing=print` lists them as `?<id>`)."""
+    proc = run_git(
+        top, "rev-list", "--objects", "--missing=print", "--no-walk", sha, "--", check=False
+    )
+    lines = proc.stdout.decode("ascii", "replace").splitlines()
+    return {line[1:].strip() for line in lines if line.startswith("?")}
+
+
 def _missing_blob(top: Path, rev: str, path: str, obj: str, failure: str) -> SourceError:
     """Why the clone at `top` lacks the blob `obj` of `path` at `rev`, and what to do: a partial
     clone (`--filter=blob:none`) reads blobs from its promisor remote when they are needed, which
     fails offline or when the remote is gone; a shallow clone or a damaged object store lacks
     them for good."""
-    where = f"{path} at {rev[:12] if _HEX.fullmatch(rev) else rev}: blob {obj[:12]} is not in {top}"
+    # the clone's path is in each hint: the message stays short enough to name the file first
+    where = (
+        f"{path} at {rev[:12] if _HEX.fullmatch(rev) else rev}: blob {obj[:12]} is not in the clone"
+    )
     config = run_git(top, "config", "--get-regexp", r"^(remote\..*|extensions\.partialclone)$",
                      check=False).stdout.decode("utf-8", "replace")  # fmt: skip
     values = dict(line.split(" ", 1) for line in config.splitlines() if " " in line)

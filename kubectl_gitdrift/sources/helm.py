@@ -106,6 +106,7 @@ class Helm:
             origins=ctx.origins,
             settings=ctx.settings,
             argocd_version=conf.argocd_version,
+            repo_server=conf.repo_server,
         )
 
 
@@ -126,6 +127,7 @@ def template(
     origins: bool = True,
     settings: Settings | None = None,
     argocd_version: str = "",
+    repo_server: Callable[[], tools.RepoServer] | None = None,
 ) -> list[Manifest]:
     """Render the chart at `chart_dir` with the Application's helm `options`.
 
@@ -136,7 +138,8 @@ def template(
     `charts/` are built with `charts` (under the AppProject `policy`; cached when `revision`,
     the commit or chart digest, is known); without `charts` they are an error. The helm binary
     is the one `settings` name (default: this process's environment, read now), of the major
-    Argo CD `argocd_version` bundles when it is installed (tools.choose_helm).
+    Argo CD `argocd_version` (else the `repo_server` image) bundles when it is installed
+    (tools.choose_helm).
     """
     options = options or {}
     settings = settings or Settings.from_environ()
@@ -154,7 +157,7 @@ def template(
     chart = _chart_metadata(chart_dir, display)
     missing = _missing_dependencies(chart_dir, display, chart, fail=charts is None)
     _check_symlinks(chart_dir, tree, display)
-    helm = tools.choose_helm(settings, argocd_version).binary
+    helm = tools.choose_helm(settings, argocd_version, repo_server).binary
     if helm is None:
         raise SourceError(
             f"source path {display}: helm sources need the helm binary", hint=tools.INSTALL_HELM

@@ -8,17 +8,25 @@ off. `buildMetadata: [originAnnotations]` is added so each object says which fil
 that becomes `Manifest.origin` and the annotation is removed again (unless the kustomization
 asked for it itself, in which case Argo CD applies it too). What the kustomization reaches is
 walked first (sources/kustomize_closure.py).
+
+helmCharts (with `--enable-helm`) inflate with the helm the app's Argo CD bundles, as the
+repo-server's kustomize runs the `helm` on its PATH, its bundled one (Argo CD passes no
+`--helm-command`): kustomize is given `--helm-command` with tools.choose_helm's helm, and the
+source's notes say which helm rendered. A `--helm-command` in `kustomize.buildOptions` names a
+binary in the repo-server's image: it is kept when this machine has it, else replaced by that
+choice (noted). The render cache key of a kustomization with helmCharts names the helm.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import posixpath
 import re
 import shutil
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -71,6 +79,10 @@ class Kustomize:
             allow_exec=conf.allow_plugins,
             offline=ctx.offline,
             settings=ctx.settings,
+            helm_choice=functools.partial(
+                tools.choose_helm, ctx.settings, conf.argocd_version, conf.repo_server
+            ),
+            notes=ctx.notes,
         )
 
 
@@ -88,6 +100,8 @@ def build(
     allow_exec: bool = False,
     offline: bool = False,
     settings: Settings | None = None,
+    helm_choice: Callable[[], tools.HelmChoice] | None = None,
+    notes: list[str] | None = None,
 ) -> list[Manifest]:
     """Render the kustomization at `tree/app_path` with the Application's kustomize `options`.
 
@@ -104,9 +118,12 @@ def build(
     annotations would double kustomize's time (kubernetes-sigs/kustomize#5988), so the build runs
     without them and the origin is found by scanning the kustomization's resource files for
     kind+name. `settings` (default: this process's environment, read now) also give the time
-    limit and the helm binary.
+    limit. `helm_choice` chooses the helm that helmCharts inflate with (default: tools.choose_helm
+    without an Argo CD version), asked only for a kustomization that has helmCharts; which
+    helm rendered is added to `notes` when the choice says.
     """
     settings = settings or Settings.from_environ()
+    choose = helm_choice or functools.partial(tools.choose_helm, settings)
     display = app_path.strip("/") or "."
     for flag in build_options:
         if flag.split("=", 1)[0] in _FORBIDDEN_FLAGS and not allow_exec:
@@ -116,14 +133,26 @@ def build(
                 hint="pass --allow-plugins to allow kustomize's exec and alpha plugins",
             )
     limit = settings.origin_annotations_max()
+    helm = _helm_enabled(build_options)
+    own_helm = bool(helm and _local_helm_command(build_options))  # the build options' own
     key = None
+    chosen: tools.HelmChoice | None = None
     if cache is not None and revision:
-        key = cache.key(
+        parts: list[Any] | None = [
             "kustomize", revision, app_path, options or {}, env or {}, list(build_options),
             tools.kustomize_identity(), limit,
-        )  # fmt: skip
-        hit = cache.get(key)
+        ]  # fmt: skip
+        if helm and not own_helm:  # the helm that inflates its helmCharts is in the render
+            charts = _helm_charts(tree, app_path)
+            if charts is None:
+                parts = None  # not walkable: the build below says why
+            elif charts:
+                chosen = choose()
+                parts = [*(parts or ()), chosen.binary, tools.helm_version(chosen.binary or "")]
+        key = cache.key(*parts) if parts is not None else None
+        hit = cache.get(key) if key is not None else None
         if hit is not None:
+            _note(notes, chosen)
             return hit
     if cached_only:
         raise CacheMiss(app_path)
@@ -142,7 +171,6 @@ def build(
     )
     check_inside(tree, kdir)
     closure = Closure.walk(tree, tree_rel(kdir, tree) if kdir != tree else ".")
-    helm = _helm_enabled(build_options)
     if closure.helm and not helm:
         # kustomize refuses before it downloads anything: say that first, not --offline
         raise SourceError(
@@ -192,7 +220,9 @@ def build(
         flags = list(build_options)
         if helm:
             workdir.mkdir(parents=True, exist_ok=True)
-            flags += _helm_flags(build_options, options or {}, workdir, settings)
+            if closure.helm and chosen is None and not own_helm:
+                chosen = choose()
+            flags = _helm_flags(build_options, options or {}, workdir, settings, chosen, notes)
         output = _run_build(kdir, display, root, flags, settings)
         manifests: list[Manifest] = []
         for body in yamlio.load_objects(output, f"kustomize build {display}"):
@@ -206,7 +236,25 @@ def build(
             shutil.rmtree(copy, ignore_errors=True)
     if key is not None and cache is not None and not closure.remote:
         cache.put(key, manifests)
+    _note(notes, chosen)
     return manifests
+
+
+def _helm_charts(tree: Path, app_path: str) -> list[str] | None:
+    """The helmCharts the kustomization at `app_path` reaches (Closure.helm), for the cache
+    key; None when the walk fails (the build then fails with the reason)."""
+    try:
+        return Closure.walk(tree, app_path.strip("/") or ".").helm
+    except (SourceError, OSError):
+        return None
+
+
+def _note(notes: list[str] | None, chosen: tools.HelmChoice | None) -> None:
+    """Which helm inflated the helmCharts, when the choice says (once per render)."""
+    if notes is None or chosen is None or not chosen.note:
+        return
+    if f"helmCharts: {chosen.note}" not in notes:
+        notes.append(f"helmCharts: {chosen.note}")
 
 
 # --------------------------------------------------------------------------- internals
@@ -287,20 +335,33 @@ def _helm_enabled(build_options: Sequence[str]) -> bool:
 
 
 def _helm_flags(
-    build_options: Sequence[str], options: Mapping[str, Any], workdir: Path, settings: Settings
+    build_options: Sequence[str],
+    options: Mapping[str, Any],
+    workdir: Path,
+    settings: Settings,
+    chosen: tools.HelmChoice | None = None,
+    notes: list[str] | None = None,
 ) -> list[str]:
-    """`--helm-command` (the helm gitdrift uses; kustomize before v5.8 insists on helm v3, so a
-    helm v4 is given through a shim that answers its version check) and, as Argo CD's
-    parseKustomizeBuildOptions, `--helm-kube-version`/`--helm-api-versions` from the
-    Application's kustomize options."""
-    flags: list[str] = []
-    given = " ".join(build_options)
-    if "--helm-command" not in given:
-        binary = tools.helm_binary(settings)
+    """The build options with `--helm-command` (the `chosen` helm, else the default one;
+    kustomize before v5.8 insists on helm v3, so a helm v4 is given through a shim that answers
+    its version check) and, as Argo CD's parseKustomizeBuildOptions, `--helm-kube-version`/
+    `--helm-api-versions` from the Application's kustomize options. A `--helm-command` of the
+    build options stays when this machine has that binary; else the chosen helm replaces it,
+    and `notes` say so."""
+    flags, given = _without_helm_command(build_options)
+    if _local_helm_command(build_options):
+        flags = list(build_options)
+    else:
+        binary = chosen.binary if chosen is not None else tools.helm_binary(settings)
         if binary is None:
             raise SourceError(
                 "kustomize helmCharts (--enable-helm) need the helm binary",
                 hint=tools.INSTALL_HELM,
+            )
+        if given and notes is not None:
+            notes.append(
+                f"kustomize.buildOptions --helm-command {given} is not on this machine (a "
+                f"path in the repo-server's image): helmCharts ran {binary} instead"
             )
         flags += ["--helm-command", tools.helm_for_kustomize(binary, workdir)]
     if not tools.kustomize_knows_helm_versions(tuple(tools.kustomize_command())):
@@ -311,6 +372,32 @@ def _helm_flags(
     for api_version in options.get("apiVersions") or []:
         flags += ["--helm-api-versions", str(api_version)]
     return flags
+
+
+def _local_helm_command(build_options: Sequence[str]) -> str:
+    """The `--helm-command` of the build options when this machine has that binary, else ""."""
+    given = _without_helm_command(build_options)[1]
+    return given if given and shutil.which(given) else ""
+
+
+def _without_helm_command(build_options: Sequence[str]) -> tuple[list[str], str]:
+    """The build options without `--helm-command X` (or `--helm-command=X`), and X ("")."""
+    out: list[str] = []
+    given = ""
+    items = list(build_options)
+    i = 0
+    while i < len(items):
+        flag = items[i]
+        if flag == "--helm-command" and i + 1 < len(items):
+            given = items[i + 1]
+            i += 2
+            continue
+        if flag.startswith("--helm-command="):
+            given = flag.split("=", 1)[1]
+        else:
+            out.append(flag)
+        i += 1
+    return out, given
 
 
 def _run_build(

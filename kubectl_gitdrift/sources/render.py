@@ -538,7 +538,7 @@ def _render_chart(
 
 def _helm_notes(settings: Settings, conf: render_config.RenderConfig) -> tuple[str, ...]:
     """Which helm major rendered, when Argo CD's version or --helm-version chose it."""
-    note = tools.choose_helm(settings, conf.argocd_version).note
+    note = tools.choose_helm(settings, conf.argocd_version, conf.repo_server).note
     return (note,) if note else ()
 
 

@@ -3,9 +3,12 @@ long a helm render may take.
 
 A leaf of the sources edge: kustomize (whose helmCharts run helm) and helm find their binaries
 here, not in each other. helm is `$KUBECTL_GITDRIFT_HELM` (Settings.helm) or `helm` on PATH;
-a helm source renders with the helm major its Argo CD bundles (`choose_helm`: 3 before Argo CD
-v3.5, 4 from it; or the major `--helm-version`/`$KUBECTL_GITDRIFT_HELM_VERSION` asks for), helm 3
-being `$KUBECTL_GITDRIFT_HELM3`, else `helm3` on PATH, else `helm` when it is a v3. kustomize is
+a helm source, and a kustomization's helmCharts, render with the helm major its Argo CD bundles
+(`choose_helm`: 3 before Argo CD v3.5, 4 from it; or the major
+`--helm-version`/`$KUBECTL_GITDRIFT_HELM_VERSION` asks for), helm 3 being
+`$KUBECTL_GITDRIFT_HELM3`, else `helm3` on PATH, else `helm` when it is a v3. The Argo CD version
+is argocd-cm's `app.kubernetes.io/version` label, else the argocd-repo-server Deployment's image
+tag (`RepoServer`: read only when neither the flag nor the label decides). kustomize is
 `kustomize` on PATH, else `kubectl kustomize`. The kustomize time-out is a knob
 (Settings.kustomize_timeout); helm's is fixed.
 """
@@ -19,6 +22,7 @@ import shlex
 import shutil
 import subprocess
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -78,6 +82,26 @@ def argocd_helm_major(argocd_version: str) -> str:
 
 
 @dataclass(frozen=True, slots=True)
+class RepoServer:
+    """What a run read of the argocd-repo-server Deployment: its repo-server container's image
+    (`quay.io/argoproj/argocd:v3.5.1`), or "" and why it could not be read."""
+
+    image: str = ""
+    unreadable: str = ""  # e.g. "403 Forbidden: ..."; "" when it was read (or not asked)
+
+
+_TAG = re.compile(r":(v?\d+\.\d+[^@:/]*)(?:@.*)?$")
+
+
+def image_version(image: str) -> str:
+    """The release an image reference's tag names: `quay.io/argoproj/argocd:v3.1.5` (with a
+    `@sha256:` digest, or a registry with a port: `registry.local:5000/argocd:v3.0.6`) →
+    `v3.1.5`; "" for no tag, a digest alone, or a tag that is no version (`latest`)."""
+    match = _TAG.search(image.strip())
+    return match.group(1) if match else ""
+
+
+@dataclass(frozen=True, slots=True)
 class HelmChoice:
     """The helm binary a helm source renders with, and what the report says about it."""
 
@@ -85,15 +109,35 @@ class HelmChoice:
     note: str = ""  # "" when no helm major was asked for
 
 
-def choose_helm(settings: Settings, argocd_version: str = "") -> HelmChoice:
+def choose_helm(
+    settings: Settings,
+    argocd_version: str = "",
+    repo_server: Callable[[], RepoServer] | None = None,
+) -> HelmChoice:
     """The helm of the major `--helm-version` asks for, else the one Argo CD `argocd_version`
-    bundles (argocd_helm_major), else `helm_binary`. When that major is not installed, the helm
-    that is renders, and the note says so (never an error)."""
+    bundles (argocd_helm_major), else the one the `repo_server` image's tag names (asked only
+    then: a live run's one GET), else `helm_binary`. When that major is not installed, the helm
+    that is renders, and the note says so (never an error); when the repo-server could not be
+    read, the note says why the default rendered."""
     asked = settings.helm_version()
+    unknown = ""
+    if not asked and not argocd_helm_major(argocd_version) and repo_server is not None:
+        read = repo_server()
+        argocd_version = image_version(read.image)
+        if read.unreadable:
+            unknown = f"the argocd-repo-server Deployment could not be read: {read.unreadable}"
+        elif not argocd_version:
+            unknown = f"the argocd-repo-server image {read.image or '(none)'} names no version"
     wanted = asked or argocd_helm_major(argocd_version)
     default = helm_binary(settings)
     if not wanted:
-        return HelmChoice(default)
+        if not unknown or default is None:
+            return HelmChoice(default)
+        return HelmChoice(
+            default,
+            f"rendered with helm {helm_version(default) or default}, the default: which helm "
+            f"Argo CD bundles is unknown ({unknown}); --helm-version 3 or 4 chooses",
+        )
     if asked:
         why = f"--helm-version {asked}"
     else:

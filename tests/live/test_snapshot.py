@@ -83,6 +83,31 @@ def test_round_trip(tmp_path: Path, name: str) -> None:
     assert state.scope("apps", "Deployment") is True
 
 
+@pytest.mark.parametrize(
+    ("image", "unreadable", "field"),
+    [
+        (None, "", None),  # not read: not written (the snapshots before it are unchanged)
+        ("quay.io/argoproj/argocd:v3.1.5", "", {"image": "quay.io/argoproj/argocd:v3.1.5"}),
+        ("", "404 Not Found: no x", {"image": "", "unreadable": "404 Not Found: no x"}),
+    ],
+)
+def test_the_repo_server_image_round_trips(
+    tmp_path: Path, image: str | None, unreadable: str, field: dict[str, str] | None
+) -> None:
+    state = snapshot.load(INCIDENT / "snapshot.yaml")
+    capture = clusterstate.Capture(
+        fingerprint_key=KEY, repo_server_image=image, repo_server_unreadable=unreadable
+    )
+    live = clusterstate.from_live([*state.applications], "test", capture=capture)
+    doc = snapshot.to_document(live)
+    assert doc.get("argocdRepoServer") == field
+    path = tmp_path / "s.json"
+    snapshot.write(path, doc)
+    loaded = snapshot.load(path).capture
+    assert loaded is not None
+    assert (loaded.repo_server_image, loaded.repo_server_unreadable) == (image, unreadable)
+
+
 def test_writing_is_deterministic_and_sorted(tmp_path: Path) -> None:
     doc = minimal()
     snapshot.write(tmp_path / "a.yaml.gz", doc)
@@ -104,6 +129,14 @@ def test_writing_is_deterministic_and_sorted(tmp_path: Path) -> None:
         ({"secrets": {"algorithm": "hmac-sha256", "key": "!!"}}, "secrets.key is not base64"),
         ({"secrets": {"algorithm": "md5", "key": "a2V5"}}, "unknown Secret fingerprint algorithm"),
         ({"unreadable": [{"reason": "x"}]}, "unreadable[1] has no kind"),
+        (
+            {"argocdRepoServer": "quay.io/argoproj/argocd:v3.1.5"},
+            "argocdRepoServer must be a mapping of image and unreadable (strings)",
+        ),
+        (
+            {"argocdRepoServer": {"image": ["v3.1.5"]}},
+            "argocdRepoServer must be a mapping of image and unreadable (strings)",
+        ),
         (
             {"objects": [{"apiVersion": "v1", "kind": "ConfigMap", "metadata": ["a"]}]},
             "objects[1] (ConfigMap): metadata must be a mapping, not a list",

@@ -57,9 +57,13 @@ def _argocd_cm(version: str) -> dict[str, object]:
     return {"kind": "ConfigMap", "metadata": {"name": "argocd-cm", "labels": labels}}
 
 
-def test_argocd_version_from_the_repo_server_image_then_the_argocd_cm_label() -> None:
+def test_argocd_version_from_the_argocd_cm_label_then_the_repo_server_image() -> None:
+    # the label first: a live run has argocd-cm anyway and reads the Deployment only when the
+    # label is silent; a snapshot holding both must decide as that run did
     image = _deployment("quay.io/argoproj/argocd:v3.1.5")
-    assert config.argocd_version_of([_argocd_cm("v2.14.0"), image]) == "v3.1.5"
+    assert config.argocd_version_of([_argocd_cm("v2.14.0"), image]) == "v2.14.0"
+    assert config.argocd_version_of([image, _argocd_cm("v2.14.0")]) == "v2.14.0"
+    assert config.argocd_version_of([_argocd_cm(""), image]) == "v3.1.5"
     digest = _deployment("quay.io/argoproj/argocd:v3.5.0@sha256:" + "a" * 64)
     assert config.argocd_version_of([digest]) == "v3.5.0"
     registry = _deployment("registry.local:5000/argocd:v3.0.6", container="repo-server")
@@ -69,6 +73,24 @@ def test_argocd_version_from_the_repo_server_image_then_the_argocd_cm_label() ->
     assert config.argocd_version_of([_argocd_cm("")]) == ""
     assert config.of([image]).argocd_version == "v3.1.5"
     assert config.of([]).argocd_version == ""
+
+
+@pytest.mark.parametrize(
+    ("image", "version"),
+    [
+        ("quay.io/argoproj/argocd:v3.5.1", "v3.5.1"),
+        ("quay.io/argoproj/argocd:v3.5.0-rc1", "v3.5.0-rc1"),
+        ("quay.io/argoproj/argocd:v3.1.5@sha256:" + "0" * 64, "v3.1.5"),
+        ("registry.local:5000/argoproj/argocd:v3.0.6", "v3.0.6"),
+        ("registry.local:5000/argoproj/argocd", ""),  # the port is no tag
+        ("quay.io/argoproj/argocd@sha256:" + "1" * 64, ""),  # a digest alone
+        ("quay.io/argoproj/argocd:latest", ""),
+        ("ghcr.io/acme/argocd:3.4.2", "3.4.2"),
+        ("", ""),
+    ],
+)
+def test_the_release_an_image_tag_names(image: str, version: str) -> None:
+    assert tools.image_version(image) == version
 
 
 def _fake_helm(directory: Path, name: str, version: str) -> str:
@@ -154,3 +176,49 @@ def test_helm_version_flag() -> None:
     assert request.settings.helm_version() == "3"
     plain = parser.build_parser().parse_args(["app"])
     assert requests.request_from(plain, settings=Settings.from_environ({})).settings.environ == {}
+
+
+def test_the_repo_server_is_asked_only_when_nothing_else_decides(
+    binaries: dict[str, str],
+) -> None:
+    asked: list[str] = []
+
+    def read(image: str = "quay.io/argoproj/argocd:v3.1.5", unreadable: str = ""):  # type: ignore[no-untyped-def]
+        def lookup() -> tools.RepoServer:
+            asked.append(image)
+            return tools.RepoServer(image, unreadable)
+
+        return lookup
+
+    settings = Settings.from_environ({})
+    assert tools.choose_helm(settings, "v3.5.1", read()).binary == binaries["helm"]
+    assert (
+        tools.choose_helm(settings.with_helm_version("3"), "", read()).binary == (binaries["helm3"])
+    )
+    assert asked == []  # the label (argocd_version) or --helm-version decided
+    choice = tools.choose_helm(settings, "", read())
+    assert choice == tools.HelmChoice(
+        binaries["helm3"], "rendered with helm v3.17.3 (Argo CD v3.1 bundles helm v3.18.4)"
+    )
+    assert asked == ["quay.io/argoproj/argocd:v3.1.5"]
+
+
+def test_a_repo_server_that_cannot_be_read_is_the_default_helm_with_why(
+    binaries: dict[str, str],
+) -> None:
+    settings = Settings.from_environ({})
+    forbidden = tools.RepoServer("", "403 Forbidden: RBAC does not allow verb 'get'")
+    choice = tools.choose_helm(settings, "", lambda: forbidden)
+    assert choice == tools.HelmChoice(
+        binaries["helm"],
+        "rendered with helm v4.1.4, the default: which helm Argo CD bundles is unknown (the "
+        "argocd-repo-server Deployment could not be read: 403 Forbidden: RBAC does not allow "
+        "verb 'get'); --helm-version 3 or 4 chooses",
+    )
+    latest = tools.choose_helm(
+        settings, "", lambda: tools.RepoServer("quay.io/argoproj/argocd:latest")
+    )
+    assert latest.binary == binaries["helm"]
+    assert "the argocd-repo-server image quay.io/argoproj/argocd:latest names no version" in (
+        latest.note
+    )

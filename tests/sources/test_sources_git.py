@@ -215,13 +215,43 @@ def test_export_names_a_blob_a_partial_clone_cannot_fetch(repo: Path, tmp_path: 
         git.export_tree(clone, "main", tmp_path / "out")
     message = info.value.message
     assert message.startswith(".gitattributes at main: blob ")  # the first file
-    assert "is not in " + str(clone) in message
+    assert "is not in the clone: " in message
     assert "a partial clone (--filter=blob:none) fetches its files from the promisor remote " in (
         message
     )
     assert "does not appear to be a git repository" in message  # git's own reason
     assert "unexpected output" not in message
+    assert f"git -C {clone} show " in (info.value.hint or "")  # the hint names the clone
     assert "clone without --filter" in (info.value.hint or "")
+
+
+def test_tree_size_of_a_partial_clone_names_the_blob_it_cannot_fetch(
+    repo: Path, tmp_path: Path
+) -> None:
+    # `ls-tree -l` reads each blob's size: before the export, the render cache asks it; its
+    # "could not fetch <id> from promisor remote" becomes the file's own error
+    clone = _partial_clone(repo, tmp_path)
+    with pytest.raises(SourceError) as info:
+        git.tree_bytes(clone, git.resolve_revision(clone, "main"))
+    message = info.value.message
+    assert message.startswith(".gitattributes at ")
+    assert "is not in the clone: a partial clone (--filter=blob:none) " in message
+    assert "does not appear to be a git repository" in message
+    assert "promisor remote" in message
+    assert "could not fetch" not in message
+
+
+def test_a_fetch_that_dies_before_naming_the_blob_still_names_the_file(
+    repo: Path, tmp_path: Path
+) -> None:
+    # git's failed lazy fetch can end it by SIGPIPE before "could not fetch <id>" is written
+    # (seen under load): the clone is then asked which blobs it lacks, fetching none
+    clone = _partial_clone(repo, tmp_path)
+    head = git.resolve_revision(clone, "main")
+    error = git._unreadable_tree(clone, head, "fatal: '/gone' does not appear to be a git repo\n")
+    assert error.message.startswith(".gitattributes at ")
+    assert "a partial clone (--filter=blob:none) fetches its files" in error.message
+    assert "does not appear to be a git repo" in error.message
 
 
 def test_export_of_a_mirror_without_url_says_run_online(repo: Path, tmp_path: Path) -> None:
