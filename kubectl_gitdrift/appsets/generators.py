@@ -87,9 +87,9 @@ class Context:
             return fasttemplate.render(text, data)
         if "{{" not in text:
             return text  # text/template writes text without actions as it is
-        from kubectl_gitdrift.appsets import gotemplate
+        from kubectl_gitdrift.appsets.gotemplate import render as go_render
 
-        return gotemplate.render(text, data, options=tuple(options or self.options))
+        return go_render(text, data, options=tuple(options or self.options))
 
 
 @dataclass(frozen=True, slots=True)

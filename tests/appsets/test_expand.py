@@ -23,9 +23,7 @@ CASES = TESTDATA / "appsets" / "expand"
 
 def _case_files(src: Path) -> dict[str, bytes]:
     return {
-        p.relative_to(src).as_posix(): p.read_bytes()
-        for p in sorted(src.rglob("*"))
-        if p.is_file()
+        p.relative_to(src).as_posix(): p.read_bytes() for p in sorted(src.rglob("*")) if p.is_file()
     }
 
 
