@@ -38,6 +38,7 @@ class Cluster:
     labels: Mapping[str, str] = field(default_factory=dict)
     annotations: Mapping[str, str] = field(default_factory=dict)
     project: str = ""
+    default: bool = False  # Argo CD's in-cluster default, which no Secret declares
 
 
 @dataclass(frozen=True, slots=True)
