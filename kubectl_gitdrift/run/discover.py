@@ -98,7 +98,7 @@ def discover(
         if rounds == MAX_DEPTH:
             for found in level:
                 out.note(found.name, f"its child Applications, more than {MAX_DEPTH} levels "
-                         "of app-of-apps down, are left out (a cycle through changing names?)")  # fmt: skip
+                         "of app-of-apps down, are left out (a cycle of new names?)")  # fmt: skip
             break
         rounds += 1
         done.update((f.name, f.body) for f in level)

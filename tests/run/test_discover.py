@@ -15,7 +15,8 @@ from kubectl_gitdrift.errors import GitDriftError
 from kubectl_gitdrift.run import discover, touched
 from kubectl_gitdrift.sources import git, helm
 from kubectl_gitdrift.sources import render as source_render
-from tests.support.gitrepo import URL, Repo, application as app_yaml
+from tests.support.gitrepo import URL, Repo
+from tests.support.gitrepo import application as app_yaml
 
 
 def no_appsets(body: model.Body) -> list[dict[str, Any]]:

@@ -10,7 +10,8 @@ import pytest
 from kubectl_gitdrift import application
 from kubectl_gitdrift.run import touched
 from kubectl_gitdrift.sources import commits, git
-from tests.support.gitrepo import URL, Repo, application as app_yaml
+from tests.support.gitrepo import URL, Repo
+from tests.support.gitrepo import application as app_yaml
 
 KUSTOMIZE_BASE = """\
 apiVersion: kustomize.config.k8s.io/v1beta1
