@@ -60,6 +60,20 @@ class Discovered:
     app_files: frozenset[str] = frozenset()  # files that define (or template) an Application
     skipped: tuple[str, ...] = ()  # Application-mentioning files that do not parse
     notes: dict[str, list[str]] = field(default_factory=dict)  # by app namespace/name
+    unknown: dict[str, str] = field(default_factory=dict)
+    """Parents whose Applications are not known ("app ns/x", "ApplicationSet ns/y"): why."""
+
+    def lineage(self, found: Found) -> list[str]:
+        """The parents above `found`, nearest first ("app ns/x", "ApplicationSet ns/y")."""
+        out: list[str] = []
+        via = found.parent
+        while via and via not in out:
+            out.append(via)
+            kind, _, name = via.partition(" ")
+            above = self.apps.get(name) if kind == "app" else self.appsets.get(name)
+            above = above or (self.failed.get(name) if kind != "app" else None)
+            via = above.parent if above is not None else ""
+        return out
 
     def note(self, name: str, text: str) -> None:
         self.notes.setdefault(name, []).append(text)
@@ -106,6 +120,7 @@ def discover(
         for found, children in map_fn(lambda f: _children(f, render), level):
             if isinstance(children, str):
                 out.note(found.name, f"its child Applications are not known: {children}")
+                out.unknown[f"app {found.name}"] = children
                 continue
             above = _ancestors(out, out.apps.get(found.name, found))
             namespace = _dest_namespace(found.body)
@@ -206,6 +221,7 @@ def _add(
     except GitDriftError as exc:
         out.failed[name] = Found(name, body, origin, file, "ApplicationSet", line(exc),
                                  parent=via)  # fmt: skip
+        out.unknown[f"ApplicationSet {name}"] = line(exc)
         return []
     out.failed.pop(name, None)
     out.appsets[name] = Found(name, body, origin, file, "ApplicationSet", parent=via)

@@ -151,6 +151,7 @@ class _Run:
         self._lock = threading.Lock()
         self._renders: dict[tuple[str, str], source_render.Rendered | GitDriftError] = {}
         self._inputs: dict[tuple[str, str], touched.Inputs | None] = {}
+        self._paths: dict[frozenset[str], touched.Paths] = {}
 
     # ------------------------------------------------------------------ the run
 
@@ -232,6 +233,8 @@ class _Run:
                              error=f"{side}: {failed.error}")  # fmt: skip
                 out.append(pair)
                 continue
+            if (b is None) != (h is None):  # on one side only: was the other's parent unknown?
+                pair.error = _unknown_parent(*((head, h, base) if b is None else (base, b, head)))
             pair.touched_by = touched.touched_by(
                 self._inputs_of(base, b) if b is not None else None,
                 self._inputs_of(head, h) if h is not None else None,
@@ -380,7 +383,11 @@ class _Run:
 
     def _may_parent(self, side: _Side, found: discover.Found, files: frozenset[str]) -> bool:
         inputs = self._inputs_of(side, found)
-        return inputs is not None and any(inputs.reaches(f) for f in files)
+        with self._lock:
+            paths = self._paths.get(files)
+            if paths is None:
+                paths = self._paths[files] = touched.Paths.of(files)
+        return inputs is not None and inputs.reaches_any(paths)
 
     def _inputs_of(self, side: _Side, found: discover.Found) -> touched.Inputs | None:
         key = (side.sha, found.name)
@@ -539,6 +546,18 @@ def _live_state(
     every = dataclasses.replace(request, selection=Selection(all=True, all_namespaces=True))
     state, _targets = gather.gather_live(every, workdir / "live", progress, io.StringIO())
     return state
+
+
+def _unknown_parent(side: _Side, found: discover.Found | None, other: _Side) -> str:
+    """Why an app found on one side only may be on the other too: a parent of it there
+    whose Applications are not known (it failed to render, or to expand)."""
+    if found is None or side.found is None or other.found is None:
+        return ""
+    for parent in side.found.lineage(found):
+        why = other.found.unknown.get(parent)
+        if why is not None:
+            return f"{other.label}: the Applications of {parent} are not known: {why}"
+    return ""
 
 
 def _without_status(body: model.Body) -> model.Body:

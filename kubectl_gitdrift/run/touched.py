@@ -55,8 +55,38 @@ class Inputs:
             parent = posixpath.dirname(parent) or "."
         return False
 
+    def reaches_any(self, paths: Paths) -> bool:
+        """Some path of `paths` is an input (in time proportional to the inputs alone)."""
+        if not paths.files:
+            return False
+        return (
+            not self.files.isdisjoint(paths.files)
+            or not self.flat.isdisjoint(paths.parents)
+            or not self.trees.isdisjoint(paths.ancestors)
+        )
+
     def __or__(self, other: Inputs) -> Inputs:
         return Inputs(self.trees | other.trees, self.flat | other.flat, self.files | other.files)
+
+
+@dataclass(frozen=True, slots=True)
+class Paths:
+    """Files indexed for `Inputs.reaches_any`: every app asks about the same few hundred."""
+
+    files: frozenset[str]
+    parents: frozenset[str]  # the directory of each ("." at the top)
+    ancestors: frozenset[str]  # every directory above each, "." included
+
+    @classmethod
+    def of(cls, files: Iterable[str]) -> Paths:
+        listed = frozenset(files)
+        parents = {posixpath.dirname(f) or "." for f in listed}
+        ancestors = {"."} if listed else set()
+        for parent in parents:
+            while parent != "." and parent not in ancestors:
+                ancestors.add(parent)
+                parent = posixpath.dirname(parent) or "."
+        return cls(listed, frozenset(parents), frozenset(ancestors))
 
 
 def inputs(app: model.Application, tree: Path, ours: Callable[[str], bool]) -> Inputs:

@@ -42,7 +42,7 @@ class Renders:
     def parent(self, found: discover.Found, files: frozenset[str]) -> bool:
         app = application.parse_application(found.body)
         inputs = touched.inputs(app, self.tree, lambda url: url == URL)
-        return any(inputs.reaches(f) for f in files)
+        return inputs.reaches_any(touched.Paths.of(files))
 
     def discover(self) -> discover.Discovered:
         return discover.discover(

@@ -384,3 +384,49 @@ def test_live_defined_apps_of_this_repository_count(repo: Repo, tmp_path: Path) 
     result = run(repo, base, head, snapshot=snapshot)
     (app,) = result.apps
     assert (app.name, app.origin, app.action) == ("argocd/a", "cluster", Action.CHANGED)
+
+
+LIST_APPSET = f"""\
+apiVersion: argoproj.io/v1alpha1
+kind: ApplicationSet
+metadata: {{name: envs, namespace: argocd}}
+spec:
+  generators:
+  - list: {{elements: [{{env: prod}}]}}
+  template:
+    metadata: {{name: "web-{{{{env}}}}"}}
+    spec:
+      project: default
+      destination: {{server: https://kubernetes.default.svc, namespace: "{{{{env}}}}"}}
+      source: {{repoURL: {URL}, targetRevision: main, path: web}}
+"""
+
+
+@needs_helm
+def test_apps_of_a_parent_unknown_at_head_fail_rather_than_look_removed(repo: Repo) -> None:
+    template = app_yaml("{{ . }}", "web").replace("name: {{ . }}", "name: '{{ . }}'")
+    base = repo.commit({
+        "appset.yaml": LIST_APPSET,
+        "web/cm.yaml": configmap("web", x="1"),
+        "root.yaml": app_yaml("root", "charts/apps"),
+        "charts/apps/Chart.yaml": "apiVersion: v2\nname: apps\nversion: 1.0.0\n",
+        "charts/apps/values.yaml": "apps: [billing]\n",
+        "charts/apps/templates/apps.yaml": "{{- range (required \"apps is required\" "
+        ".Values.apps) }}\n---\n" + template + "{{- end }}\n",
+    })  # fmt: skip
+    head = repo.commit({
+        "appset.yaml": LIST_APPSET.replace("- list:", "- nosuchgenerator:"),
+        "charts/apps/values.yaml": "other: 1\n",
+    })  # fmt: skip
+    apps = by_name(run(repo, base, head))
+    assert sorted(apps) == ["argocd/billing", "argocd/envs", "argocd/root", "argocd/web-prod"]
+    assert {a.action for a in apps.values()} == {Action.FAILED}
+    assert apps["argocd/envs"].error.startswith("head: ApplicationSet argocd/envs")
+    assert apps["argocd/web-prod"].error.startswith(
+        "head: the Applications of ApplicationSet argocd/envs are not known: ApplicationSet"
+    )
+    assert apps["argocd/root"].error.startswith("head: helm template charts/apps failed")
+    assert apps["argocd/billing"].error.startswith(
+        "head: the Applications of app argocd/root are not known: helm template charts/apps"
+    )
+    assert all("\n" not in a.error for a in apps.values())

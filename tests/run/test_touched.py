@@ -175,3 +175,22 @@ def test_spec_changed_ignores_status_and_unrelated_metadata() -> None:
     assert touched.spec_changed(body, {**body, "metadata": {"name": "a", "labels": {"x": "2"}}})
     assert touched.spec_changed(None, body)
     assert not touched.spec_changed(None, None)
+
+
+def test_reaches_any_agrees_with_reaches() -> None:
+    inputs = touched.Inputs(
+        trees=frozenset({"charts/web", "lib"}),
+        flat=frozenset({"apps", "."}),
+        files=frozenset({"envs/prod/values.yaml"}),
+    )
+    cases = [
+        ["charts/web/templates/a.yaml"], ["charts/webx/a.yaml"], ["apps/a.yaml"],
+        ["apps/sub/a.yaml"], ["root.yaml"], ["envs/prod/values.yaml"], ["envs/prod/x.yaml"],
+        ["lib"], ["libx/a"], [], ["other/a.yaml", "lib/deep/er/x.libsonnet"],
+    ]  # fmt: skip
+    for paths in cases:
+        expected = any(inputs.reaches(p) for p in paths)
+        assert inputs.reaches_any(touched.Paths.of(paths)) is expected, paths
+    whole = touched.Inputs(trees=frozenset({"."}))
+    assert whole.reaches_any(touched.Paths.of(["a/b/c"]))
+    assert not whole.reaches_any(touched.Paths.of([]))
