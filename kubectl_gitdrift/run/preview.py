@@ -243,6 +243,9 @@ class _Run:
             pair.spec_changed = touched.spec_changed(
                 b.body if b is not None else None, h.body if h is not None else None
             )
+            if pair.spec_changed:  # its own definition's file (or the ApplicationSet's) changed
+                own = {f.file for f in (b, h) if f is not None and f.file in self.changed}
+                pair.touched_by = tuple(sorted({*pair.touched_by, *own}))
             out.append(pair)
         return out
 
@@ -453,7 +456,9 @@ class _Run:
         ]
         inputs = appset_inputs.Inputs(
             repo=run_inputs.GitRepo(resolve),
-            clusters=run_inputs.clusters(secrets),
+            clusters=run_inputs.clusters(
+                secrets, namespace=self.settings.controller_namespace if secrets else None
+            ),
             offline=self.request.git.offline,
             allow_plugins=self.request.git.allow_plugins,
         )

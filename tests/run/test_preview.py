@@ -5,6 +5,7 @@ app, and with a snapshot what syncing head would do."""
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,7 @@ from kubectl_gitdrift.run.request import Change, ClusterSide, GitSide, Request
 from kubectl_gitdrift.settings import Settings
 from kubectl_gitdrift.sources import helm
 from kubectl_gitdrift.sources.fetch import RepoRoot
+from tests.support.apiserver import kube_apiserver  # noqa: F401 - the fixture
 from tests.support.gitrepo import URL, Repo, configmap
 from tests.support.gitrepo import application as app_yaml
 
@@ -132,6 +134,8 @@ def test_apps_added_and_removed_and_a_changed_spec(repo: Repo) -> None:
     assert old.action is Action.REMOVED
     assert [(o.key.name, o.action) for o in old.objects] == [("b", Action.REMOVED)]
     assert moved.action is Action.CHANGED
+    assert moved.touched_by == ("apps/moved.yaml",)
+    assert (new.touched_by, old.touched_by) == (("apps/new.yaml",), ("apps/old.yaml",))
     assert [(e.path, e.base, e.head) for e in moved.spec] == [
         (("spec", "source", "path"), "a", "b")
     ]
@@ -430,3 +434,27 @@ def test_apps_of_a_parent_unknown_at_head_fail_rather_than_look_removed(repo: Re
         "head: the Applications of app argocd/root are not known: helm template charts/apps"
     )
     assert all("\n" not in a.error for a in apps.values())
+
+
+@pytest.mark.cluster
+def test_with_a_live_cluster_head_is_compared_with_it(
+    repo: Repo,
+    tmp_path: Path,
+    kube_apiserver: Any,  # noqa: F811
+) -> None:
+    base = repo.commit({"a/cm.yaml": configmap("a", x="1"), "apps/a.yaml": app_yaml("a", "a")})
+    head = repo.commit({"a/cm.yaml": configmap("a", x="2")})
+    live_app = {**yaml.safe_load(app_yaml("a", "a")),
+                "status": {"sync": {"status": "Synced", "revision": base}}}  # fmt: skip
+    server = kube_apiserver([live_app, *yaml.safe_load(LIVE_CM)])
+    asked = dataclasses.replace(
+        request(repo, base, head),
+        cluster=ClusterSide(kubeconfig=str(server.kubeconfig_path)),
+        change=Change(base=base, head=head, live=True),
+    )
+    result = preview.run(asked, Recorder())
+    assert result.live.startswith("context ")
+    (app,) = result.apps
+    assert app.action is Action.CHANGED
+    sets = [(e.action, e.path, e.live, e.head) for e in app.sync if e.key.name == "a"]
+    assert ("set", ("data", "x"), "1", "2") in sets
