@@ -152,6 +152,8 @@ class _Run:
         self._renders: dict[tuple[str, str], source_render.Rendered | GitDriftError] = {}
         self._inputs: dict[tuple[str, str], touched.Inputs | None] = {}
         self._paths: dict[frozenset[str], touched.Paths] = {}
+        self.changed: list[str] = []  # the paths base and head differ in
+        self.base_side: _Side | None = None  # once exported
 
     # ------------------------------------------------------------------ the run
 
@@ -177,7 +179,7 @@ class _Run:
         ]
         self.progress.start("rendering", len(renders))
         self._map(lambda job: self._rendered(job[0], job[1], count=True), renders)
-        live = self._live_parts(chosen, head)
+        live = self._live_parts(chosen, base, head)
         apps = tuple(self._app(p, base, head, live) for p in sorted(chosen, key=lambda p: p.name))
         return model.Preview(
             base=base_sha,
@@ -289,7 +291,11 @@ class _Run:
             rendered["head"] = rendered["base"]
         from kubectl_gitdrift.compare import revisions
 
-        objects = tuple(revisions.edits(rendered.get("base", ()), rendered.get("head", ())))
+        objects = tuple(
+            revisions.edits(
+                rendered.get("base", ()), rendered.get("head", ()), settings=self.settings
+            )
+        )
         spec: tuple[model.Edit, ...] = ()
         if pair.base is not None and pair.head is not None and pair.spec_changed:
             spec = self._spec_edits(pair.base.body, pair.head.body)
@@ -310,7 +316,9 @@ class _Run:
         from kubectl_gitdrift.compare import revisions
 
         key = model.ObjectKey.of(head)
-        changes = revisions.edits([model.Manifest(key, base)], [model.Manifest(key, head)])
+        changes = revisions.edits(
+            [model.Manifest(key, base)], [model.Manifest(key, head)], settings=self.settings
+        )
         return tuple(
             e for c in changes for e in c.edits if e.path[:1] in (("spec",), ("metadata",))
         )
@@ -372,13 +380,13 @@ class _Run:
     def _parent_render(self, side: _Side, found: discover.Found) -> Sequence[model.Manifest]:
         """A parent's render, for its children: at head, an app the change does not reach
         renders what it rendered at base (not rendered again)."""
-        if side.label == "head":
-            before = self.base_side.found.apps.get(found.name) if self.base_side.found else None
+        base = self.base_side
+        if side.label == "head" and base is not None and base.found is not None:
+            before = base.found.apps.get(found.name)
             if before is not None and not touched.spec_changed(before.body, found.body):
-                inputs = [self._inputs_of(self.base_side, before), self._inputs_of(side, found)]
+                inputs = [self._inputs_of(base, before), self._inputs_of(side, found)]
                 if not touched.touched_by(inputs[0], inputs[1], self.changed):
-                    side = self.base_side
-                    found = before
+                    side, found = base, before
         got = self._rendered(side, found)
         if isinstance(got, GitDriftError):
             raise got
@@ -475,7 +483,7 @@ class _Run:
         return f"context {cluster.context or self.state.source.removeprefix('cluster ')}"
 
     def _live_parts(
-        self, chosen: Sequence[_Pair], head: _Side
+        self, chosen: Sequence[_Pair], base: _Side, head: _Side
     ) -> dict[str, tuple[tuple[model.SyncEffect, ...], tuple[model.Finding, ...]]]:
         """What syncing head would do, per app head renders (engine.run against live)."""
         state = self.state
@@ -501,7 +509,9 @@ class _Run:
         for pair in chosen:
             if pair.error or pair.head is None:
                 continue
-            rendered = self._rendered(head, pair.head)
+            # an app the change does not reach (--all-apps) renders at head what it did at base
+            side, found = (base, pair.base) if not self._is_touched(pair) else (head, pair.head)
+            rendered = self._rendered(side, found or pair.head)
             if isinstance(rendered, GitDriftError):
                 continue
             namespace, _, name = pair.name.partition("/")

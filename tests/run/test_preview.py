@@ -458,3 +458,22 @@ def test_with_a_live_cluster_head_is_compared_with_it(
     assert app.action is Action.CHANGED
     sets = [(e.action, e.path, e.live, e.head) for e in app.sync if e.key.name == "a"]
     assert ("set", ("data", "x"), "1", "2") in sets
+
+
+def test_all_apps_with_a_snapshot_shows_what_syncing_an_untouched_app_does(
+    repo: Repo, tmp_path: Path
+) -> None:
+    base = repo.commit({"a/cm.yaml": configmap("a", x="3"), "apps/a.yaml": app_yaml("a", "a"),
+                        "README.md": "one\n"})  # fmt: skip
+    head = repo.commit({"README.md": "two\n"})
+    snapshot = write_list(tmp_path / "live.yaml", yaml.safe_load(app_yaml("a", "a")))
+    assert run(repo, base, head, snapshot=snapshot).apps == ()
+    progress = Recorder()
+    result = preview.run(request(repo, base, head, all_apps=True, snapshot=snapshot), progress)
+    (app,) = result.apps
+    assert app.action is Action.UNCHANGED
+    assert ("set", ("data", "x"), "1", "3") in [
+        (e.action, e.path, e.live, e.head) for e in app.sync
+    ]
+    assert result.changed  # syncing would change the cluster
+    assert progress.phases["rendering"] == 1  # rendered at base only: head is the same
