@@ -270,6 +270,7 @@ def run(inputs: Inputs, pm: pluggy.PluginManager, opts: Options) -> model.AppRep
         strategy=choice.strategy,
         causes=rule_ctx.causes,
         context_flags=opts.context_flags,
+        instance_label=rule_ctx.settings.instance_label_key,
     )
     notes += [f"the adopt patch (--write-patch) leaves out {e}" for e in remedies.left_out(fixes)]
     return model.AppReport(

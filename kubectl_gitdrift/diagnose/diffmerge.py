@@ -34,21 +34,36 @@ class _File:
 
 def merge(diffs: Sequence[str]) -> str:
     """The diffs as one patch: each file once, in the order files first appear."""
+    return _merged(diffs)[0]
+
+
+def left_out(diffs: Sequence[str]) -> list[str]:
+    """The edits `merge` cannot hold: a diff's change of lines another diff changes otherwise
+    (one per edit, naming the file and line), so a patch is never silently partial."""
+    return _merged(diffs)[1]
+
+
+def _merged(diffs: Sequence[str]) -> tuple[str, list[str]]:
     files: dict[str, _File] = {}
+    dropped: list[str] = []
     for diff in diffs:
         for name, section in _sections(diff):
             found = files.get(name)
             if found is None:
                 found = files[name] = _File(section[:3], [], [], {})
             found.texts.append("".join(section))
-            _read_hunks(section[3:], found)
+            for block in _read_hunks(section[3:], found):
+                dropped.append(
+                    f"{name}:{block.start}: another adopt step changes the same lines of "
+                    "this file; edit it by hand after applying the patch"
+                )
     out = []
     for file in files.values():
         if len(file.texts) == 1:
             out.append(file.texts[0])
         else:
             out.append("".join(file.header) + "".join(_hunks(file)))
-    return "".join(out)
+    return "".join(out), dropped
 
 
 def _sections(diff: str) -> Iterable[tuple[str, list[str]]]:
@@ -59,7 +74,9 @@ def _sections(diff: str) -> Iterable[tuple[str, list[str]]]:
         yield section[0].split(" b/", 1)[-1].rstrip("\n"), section
 
 
-def _read_hunks(lines: Sequence[str], file: _File) -> None:
+def _read_hunks(lines: Sequence[str], file: _File) -> list[_Block]:
+    """Add the hunks' edits to `file`; the edits it could not add (overlapping others)."""
+    dropped: list[_Block] = []
     pos = 0
     removed: list[str] = []
     added: list[str] = []
@@ -69,7 +86,9 @@ def _read_hunks(lines: Sequence[str], file: _File) -> None:
     def flush() -> None:
         nonlocal removed, added
         if removed or added:
-            _add(file.blocks, _Block(start, tuple(removed), tuple(added)))
+            block = _Block(start, tuple(removed), tuple(added))
+            if not _add(file.blocks, block):
+                dropped.append(block)
         removed, added = [], []
 
     for line in lines:
@@ -103,32 +122,34 @@ def _read_hunks(lines: Sequence[str], file: _File) -> None:
             added.append(text)
             last = added
     flush()
+    return dropped
 
 
-def _add(blocks: list[_Block], block: _Block) -> None:
+def _add(blocks: list[_Block], block: _Block) -> bool:
     """Add `block` unless another diff made the same edit; two insertions at one place are
     both kept (keys added to one mapping), and so are an insertion and a replacement of the
-    line it goes before; an edit overlapping another is dropped (the patch could not hold
-    both)."""
+    line it goes before. False: it overlaps another edit and is dropped (the patch could not
+    hold both)."""
     for i, other in enumerate(blocks):
         if other == block:
-            return
+            return True
         if other.start == block.start and not other.removed and not block.removed:
             if not _within(block.added, other.added):
                 blocks[i] = _Block(other.start, (), (*other.added, *block.added))
-            return
+            return True
         if other.start == block.start and (not other.removed or not block.removed):
             # lines inserted before the line another diff replaces: both hold (a block scalar
             # that grows, and the key right after it)
             insert, change = (other, block) if not other.removed else (block, other)
             blocks[i] = _Block(change.start, change.removed, (*insert.added, *change.added))
-            return
+            return True
         if other.start == block.start or (
             other.start < block.start + len(block.removed)
             and block.start < other.start + len(other.removed)
         ):
-            return
+            return False
     blocks.append(block)
+    return True
 
 
 def _within(part: tuple[str, ...], whole: tuple[str, ...]) -> bool:
@@ -183,4 +204,4 @@ def _hunks(file: _File) -> Iterable[str]:
             yield line if line.endswith("\n") else line + "\n" + _NO_EOL + "\n"
 
 
-__all__ = ["merge"]
+__all__ = ["left_out", "merge"]

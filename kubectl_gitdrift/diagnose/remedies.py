@@ -61,6 +61,7 @@ def recommend(
     strategy: model.DiffStrategy = model.DiffStrategy.LEGACY,
     causes: Mapping[CauseKey, Cause] | None = None,
     context_flags: Sequence[str] = (),
+    instance_label: str = "",
 ) -> list[Remedy]:
     """Both ways out (adopt, revert), the fixes of each specific cause, how to keep it from
     recurring, and how to check each fix.
@@ -70,7 +71,8 @@ def recommend(
     For an app Argo CD syncs with server-side apply (any strategy but legacy), the revert is a
     server-side apply as `argocd-controller`, so the fields go back to Argo CD's ownership.
     The gitdrift commands it suggests repeat `context_flags` (--snapshot, --repo-root, ...), so
-    they see the same app the run saw."""
+    they see the same app the run saw. `instance_label`: the label Argo CD's tracking writes
+    (argocd-cm's application.instanceLabelKey), which git is not asked to adopt."""
     causes = causes or {}
     rerun = _Rerun(app, tuple(context_flags))
     adoptable = _fitting(drifts, causes, "adoptable")
@@ -96,7 +98,9 @@ def recommend(
         if "git-ahead" in codes and all(c.owner and c.owner.is_argocd for c in drift.changes):
             synced_away.append(drift)
             continue  # git moved and Argo CD wrote the live value: syncing is the fix
-        out.append(_adopt(app, drift, locate, read, rerun))  # each diff against the commit: patch()
+        out.append(
+            _adopt(app, drift, locate, read, rerun, instance_label)
+        )  # each diff against the commit: patch()
         # merges the diffs of one file, so two resources edited in one file apply together
     if out and locate is not None and read_source is not None:
         out = _with_left_out(out, drifts, to_adopt, synced_away, causes)
@@ -229,8 +233,10 @@ def _with_left_out(
 
 
 def left_out(remedies: Sequence[Remedy]) -> list[str]:
-    """Every drifted field the `--write-patch` content (`patch`) leaves out, with the reason."""
-    return [entry for r in remedies if r.kind is RemedyKind.ADOPT for entry in r.left_out]
+    """Every drifted field the `--write-patch` content (`patch`) leaves out, with the reason:
+    the remedies' own lists, and the edits two remedies make to the same lines of a file."""
+    own = [entry for r in remedies if r.kind is RemedyKind.ADOPT for entry in r.left_out]
+    return [*own, *diffmerge.left_out(_diffs(remedies))]
 
 
 def _memo(read_source: SourceReader) -> SourceReader:
@@ -248,9 +254,11 @@ def _memo(read_source: SourceReader) -> SourceReader:
 def patch(remedies: Sequence[Remedy]) -> str:
     """The `--write-patch` content: every adopt remedy's diff, one per file, in order (the
     edits several remedies make to one file merged into one diff of it)."""
-    return diffmerge.merge(
-        [r.snippet for r in remedies if r.kind is RemedyKind.ADOPT and r.snippet and _is_diff(r)]
-    )
+    return diffmerge.merge(_diffs(remedies))
+
+
+def _diffs(remedies: Sequence[Remedy]) -> list[str]:
+    return [r.snippet for r in remedies if r.kind is RemedyKind.ADOPT and r.snippet and _is_diff(r)]
 
 
 def _is_diff(remedy: Remedy) -> bool:
@@ -258,7 +266,10 @@ def _is_diff(remedy: Remedy) -> bool:
 
 
 def write_patch(
-    drifts: Sequence[model.Drift], locate: Locator, read_source: SourceReader
+    drifts: Sequence[model.Drift],
+    locate: Locator,
+    read_source: SourceReader,
+    instance_label: str = "",
 ) -> tuple[str, list[str]]:
     """A unified diff (paths a/ b/ relative to the repo root) that adopts every live value git
     can take literally, and a note for each change it could not adopt."""
@@ -274,8 +285,8 @@ def write_patch(
             if policies.is_secret(drift.key, change):
                 skipped.append(f"{field}: a Secret value; re-seal or re-encrypt it in git")
                 continue
-            if change.path in _TRACKING:
-                skipped.append(f"{field}: Argo CD's tracking annotation; a sync writes it, not git")
+            if tracking.is_tracking_field(change.path, instance_label):
+                skipped.append(f"{field}: {_tracking_written(change.path)}")
                 continue
             if change.op is model.Op.REMOVE:
                 skipped.append(f"{field}: git does not set it; add it by hand")
@@ -316,10 +327,9 @@ def write_patch(
     return "".join(diffs), skipped
 
 
-_TRACKING = (
-    ("metadata", "annotations", tracking.TRACKING_ID),
-    ("metadata", "annotations", tracking.INSTALLATION_ID),
-)
+def _tracking_written(path: model.FieldPath) -> str:
+    what = "label" if path[1] == "labels" else "annotation"
+    return f"Argo CD's tracking {what}; a sync writes it, not git"
 
 
 def _not_literal(where: Location | None, change: model.Change) -> str:
@@ -340,6 +350,7 @@ def _adopt(
     locate: Locator | None,
     read_source: SourceReader | None,
     rerun: _Rerun,
+    instance_label: str,
 ) -> Remedy:
     steps: list[str] = []
     file = None
@@ -350,8 +361,8 @@ def _adopt(
         if secret or change.secret:
             steps.append(f"{field}: the Secret value differs; re-seal or re-encrypt it in git")
             continue
-        if change.path in _TRACKING:
-            steps.append(f"{field}: Argo CD's tracking annotation; a sync writes it, not git")
+        if tracking.is_tracking_field(change.path, instance_label):
+            steps.append(f"{field}: {_tracking_written(change.path)}")
             continue
         where = locate(drift, change) if locate is not None else None
         live = _yaml_value(change.live)
@@ -387,7 +398,9 @@ def _adopt(
     commands: tuple[str, ...] = ()
     skipped: list[str] = []
     if locate is not None and read_source is not None:
-        diff, skipped = write_patch([drift], locate, read_source)  # never a Secret's value
+        diff, skipped = write_patch(
+            [drift], locate, read_source, instance_label
+        )  # never a Secret's value
         if diff:
             snippet = diff
             steps.extend(helmfix.patch_steps(drift, locate))
@@ -436,7 +449,7 @@ def _revert(
 ) -> Remedy:
     commands = []
     resources = [*modified, *missing]
-    sync = f"argocd app sync {_app_arg(app)}" + (" --server-side" if server_side else "")
+    sync = f"argocd app sync {policies.app_arg(app)}" + (" --server-side" if server_side else "")
     if resources:
         flags = " ".join(f"--resource {_resource_flag(d.key)}" for d in resources)
         commands.append(f"{sync} {flags}")
@@ -446,7 +459,8 @@ def _revert(
         # kubectl's own scale/patch would leave the fields owned by kubectl: apply git's
         # objects (tracking-id included) as Argo CD does, so argocd-controller owns them again
         commands.append(
-            f"argocd app manifests {_app_arg(app)} --source git | kubectl apply --server-side "
+            f"argocd app manifests {policies.app_arg(app)} --source git "
+            "| kubectl apply --server-side "
             f"--field-manager={SSA_MANAGER} --force-conflicts -f -"
         )
     elif not server_side:
@@ -503,7 +517,7 @@ def _prevent(
     plurals: Mapping[tuple[str, str], str] | None,
 ) -> Iterable[Remedy]:
     codes = {f.code for f in findings}
-    name = _app_arg(app)
+    name = policies.app_arg(app)
     if "selfheal-disabled" in codes or "automated-sync-disabled" in codes:
         yield Remedy(
             RemedyKind.PREVENT,
@@ -609,7 +623,7 @@ def _denied(findings: Sequence[model.Finding]) -> list[rbac.Question]:
 
 
 def _verify(app: model.Application, modified: Sequence[model.Drift], rerun: _Rerun) -> Remedy:
-    name = _app_arg(app)
+    name = policies.app_arg(app)
     commands = [rerun(), f"argocd app get {name} --refresh"]
     for drift in modified:
         key = drift.key
@@ -719,10 +733,6 @@ def _jsonpath(path: model.FieldPath) -> str | None:
             escaped = elem.replace(".", "\\.")
             out += f".{escaped}"
     return "{" + out + "}" if out else None
-
-
-def _app_arg(app: model.Application) -> str:
-    return policies.app_arg(app)
 
 
 def _resource_flag(key: model.ObjectKey) -> str:

@@ -63,3 +63,21 @@ def test_files_edited_once_are_kept_as_written() -> None:
     b = policies.unified_diff("b.yaml", "y: 1\n", "y: 2\n")
     assert diffmerge.merge([a, b]) == a + b
     assert diffmerge.merge([]) == ""
+    assert diffmerge.left_out([a, b]) == []
+
+
+def test_an_edit_of_lines_another_edit_changes_is_named_as_left_out(tmp_path: Path) -> None:
+    """Two resources adopt different values into the same line (one values key read by two
+    objects): the patch holds the first and names the second, it does not drop it silently."""
+    a = policies.unified_diff("f.yaml", ORIGINAL, _edit(ORIGINAL, 7, ["seven\n"]))
+    b = policies.unified_diff("f.yaml", ORIGINAL, _edit(ORIGINAL, 7, ["SEVEN\n"]))
+    c = policies.unified_diff("f.yaml", ORIGINAL, _edit(ORIGINAL, 15, ["fifteen\n"]))
+    merged = diffmerge.merge([a, b, c])
+    assert _apply(tmp_path, ORIGINAL, merged) == _edit(
+        _edit(ORIGINAL, 7, ["seven\n"]), 15, ["fifteen\n"]
+    )
+    why = "another adopt step changes the same lines of this file"
+    assert diffmerge.left_out([a, b, c]) == [
+        f"f.yaml:7: {why}; edit it by hand after applying the patch"
+    ]
+    assert diffmerge.left_out([a, a, c]) == []  # the same edit twice is one edit

@@ -276,3 +276,31 @@ def test_no_secret_value_reaches_any_remedy_patch_or_markdown(incident_repo: Pat
         assert value not in blob
     assert patch == ""
     assert any("Secret" in s for s in skipped)
+
+
+def test_the_fields_tracking_writes_are_never_adopted_into_git() -> None:
+    """The tracking-id and installation-id annotations and the instance label (when tracking
+    uses one) are written by a sync: the adopt patch names them as left out, never edits git."""
+    key = model.ObjectKey("apps", "Deployment", "prod", "web")
+    label = ("metadata", "labels", "app.kubernetes.io/instance")
+    changes = tuple(
+        model.Change(model.Op.CHANGE, path, "web", "other")
+        for path in (("metadata", "annotations", "argocd.argoproj.io/tracking-id"), label)
+    )
+    drift = model.Drift(key, model.ResourceStatus.OUT_OF_SYNC, changes)
+
+    def locate(d: model.Drift, c: model.Change) -> remedies.Location:
+        return remedies.Location("web/deployment.yaml", 3, "resource")
+
+    def read(rel: str) -> str:
+        return "metadata:\n  labels:\n    app.kubernetes.io/instance: web\n"
+
+    patch, skipped = remedies.write_patch([drift], locate, read, "app.kubernetes.io/instance")
+    assert patch == ""
+    assert [s.split(": ", 1)[1] for s in skipped] == [
+        "Argo CD's tracking annotation; a sync writes it, not git",
+        "Argo CD's tracking label; a sync writes it, not git",
+    ]
+    patch, skipped = remedies.write_patch([drift], locate, read)  # no instance label: git's own
+    assert len(skipped) == 1
+    assert "+    app.kubernetes.io/instance: other" in patch

@@ -42,7 +42,7 @@ def check(ctx: RuleContext) -> Iterator[Finding]:
                 continue  # git moved (git-ahead), or a fight (field-fight)
             if not moved and change.owner is None and (clue is None or clue.write is None):
                 continue  # git is ahead and nothing says a person wrote it: git-ahead covers it
-            if _is_tracking_path(ctx, change.path):
+            if tracking.is_tracking_field(change.path, ctx.settings.instance_label_key):
                 continue  # builtin/tracking explains the tracking-id or instance label
             field = model.display_path(change.path)
             evidence: dict[str, Any] = {
@@ -70,14 +70,6 @@ def check(ctx: RuleContext) -> Iterator[Finding]:
                 evidence=evidence,
                 hint="adopt the live value into git, or revert the cluster to git (see below)",
             )
-
-
-def _is_tracking_path(ctx: RuleContext, path: model.FieldPath) -> bool:
-    return path in (
-        ("metadata", "annotations", tracking.TRACKING_ID),
-        ("metadata", "annotations", tracking.INSTALLATION_ID),
-        ("metadata", "labels", ctx.settings.instance_label_key),
-    )
 
 
 def _manual_message(
