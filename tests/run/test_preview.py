@@ -19,7 +19,10 @@ from kubectl_gitdrift.run.request import Change, ClusterSide, GitSide, Request
 from kubectl_gitdrift.settings import Settings
 from kubectl_gitdrift.sources import helm
 from kubectl_gitdrift.sources.fetch import RepoRoot
-from tests.support.apiserver import kube_apiserver  # noqa: F401 - the fixture
+from tests.support.apiserver import (
+    controller_rbac,
+    kube_apiserver,  # noqa: F401 - the fixture
+)
 from tests.support.gitrepo import URL, Repo, configmap
 from tests.support.gitrepo import application as app_yaml
 
@@ -446,7 +449,7 @@ def test_with_a_live_cluster_head_is_compared_with_it(
     head = repo.commit({"a/cm.yaml": configmap("a", x="2")})
     live_app = {**yaml.safe_load(app_yaml("a", "a")),
                 "status": {"sync": {"status": "Synced", "revision": base}}}  # fmt: skip
-    server = kube_apiserver([live_app, *yaml.safe_load(LIVE_CM)])
+    server = kube_apiserver([live_app, *yaml.safe_load(LIVE_CM), *controller_rbac()])
     asked = dataclasses.replace(
         request(repo, base, head),
         cluster=ClusterSide(kubeconfig=str(server.kubeconfig_path)),
