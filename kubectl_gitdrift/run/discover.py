@@ -10,8 +10,9 @@ Three ways, in this order, a later one winning for a name an earlier one found:
   with its one-line error, and the rest go on;
 - app-of-apps: an app whose inputs hold an Application-defining file (the caller decides,
   `parent`) is rendered (`render`, the caller's), and the Applications and ApplicationSets it
-  renders are its children, recorded with it as origin; recursively, each app rendered once
-  (the cycle guard), at most MAX_DEPTH levels down.
+  renders are its children, recorded with it as origin; recursively, each version of an app
+  rendered once and no app its own descendant (the cycle guard), at most MAX_DEPTH rounds of
+  renders down.
 """
 
 from __future__ import annotations
@@ -142,16 +143,7 @@ def discover(
 
 def _ancestors(out: Discovered, found: Found) -> set[str]:
     """The app and the apps above it (app-of-apps parents, through ApplicationSets too)."""
-    chain = {found.name}
-    via = found.parent
-    while via:
-        kind, _, name = via.partition(" ")
-        above = out.apps.get(name) if kind == "app" else out.appsets.get(name)
-        if above is None or name in chain:
-            break
-        chain.add(name)
-        via = above.parent
-    return chain
+    return {found.name, *(via.partition(" ")[2] for via in out.lineage(found))}
 
 
 def scan(top: Path, sha: str) -> tuple[list[tuple[str, model.Body]], list[str], list[str]]:
