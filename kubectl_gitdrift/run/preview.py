@@ -6,7 +6,8 @@ index, refs or files; a clean one is HEAD) and `--base` (else the merge base of 
 default branch). The apps of each side are found by run/discover.py (literal, ApplicationSets,
 app-of-apps; with a live state also the Applications there whose source is this repository),
 an app being the same app on both sides when its namespace/name is; run/touched.py selects
-those the change reaches (every one with --all-apps). Each selected app is rendered at both
+those the change reaches (every one with --all-apps, where one the change does not reach is
+rendered at base only: head's render is the same). Each selected app is rendered at both
 sides on every core (threads, as workflow.prepare does), through the same exported trees,
 fetched repositories and render cache, with this repository's sources at the side's commit
 and any other repository's at their own targetRevision; compare/revisions.py says which
