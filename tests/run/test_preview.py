@@ -480,3 +480,21 @@ def test_all_apps_with_a_snapshot_shows_what_syncing_an_untouched_app_does(
     ]
     assert result.changed  # syncing would change the cluster
     assert progress.phases["rendering"] == 1  # rendered at base only: head is the same
+
+
+def test_the_default_branch_is_origin_head_s_target_first(repo: Repo) -> None:
+    trunk = repo.commit({"a/cm.yaml": configmap("a", x="1"), "apps/a.yaml": app_yaml("a", "a")})
+    repo.git("update-ref", "refs/remotes/origin/trunk", trunk)
+    repo.git("symbolic-ref", "refs/remotes/origin/HEAD", "refs/remotes/origin/trunk")
+    head = repo.commit({"a/cm.yaml": configmap("a", x="2")})
+    result = run(repo, None, "HEAD")
+    assert (result.base, result.base_ref, result.head) == (trunk, "origin/trunk", head)
+
+
+def test_no_default_branch_asks_for_base(repo: Repo) -> None:
+    repo.git("checkout", "-q", "-b", "topic")  # before any commit: no main, no origin/*
+    repo.commit({"apps/a.yaml": app_yaml("a", "a")})
+    assert repo.git("branch", "--all", "--format=%(refname)") == "refs/heads/topic"
+    with pytest.raises(SourceError, match=r"no default branch to compare with") as exc:
+        run(repo, None, "HEAD")
+    assert exc.value.hint == "name the base revision: --base REV"
