@@ -1,0 +1,1 @@
+"""Tests of the appsets wing (kubectl_gitdrift/appsets/)."""
