@@ -42,9 +42,18 @@ def run(
     out.write(render(result, call, palette=_palette(request.output.color, out), width=_width(out)))
     failed = [a for a in result.apps if a.action is model.PreviewAction.FAILED]
     err.writelines(f"error: {a.name}: {a.error or 'could not be previewed'}\n" for a in failed)
-    if failed:
+    return exit_code(result)
+
+
+def exit_code(preview: model.Preview) -> ExitCode:
+    """0 nothing changes, 1 something does (an app added, removed or changed, or a sync that
+    would change the cluster), 3 an app could not be found, expanded or rendered on a side:
+    what it would do is unknown, as an app whose comparison fails in `--all`."""
+    from kubectl_gitdrift import model
+
+    if any(a.action is model.PreviewAction.FAILED for a in preview.apps):
         return ExitCode.ERROR
-    return ExitCode.DRIFT if result.changed else ExitCode.OK
+    return ExitCode.DRIFT if preview.changed else ExitCode.OK
 
 
 def check(call: PreviewCall) -> None:
