@@ -14,7 +14,8 @@ name (`a`, or `""` for a new word) and reads that output. Three ways in:
 
 The flags come from the real argparse parsers in `cli`, so they never drift from `--help`.
 Application names come from `--snapshot` when one is on the line, else from the current kube
-context via `kubectl get applications` (2 s timeout; nothing on failure).
+context via `kubectl get applications` (2 s timeout; nothing on failure); `preview --base` and
+`--head` revisions from the branches and tags of its `--repo-root` (`git for-each-ref`).
 """
 
 from __future__ import annotations
@@ -78,6 +79,7 @@ def complete(args: Sequence[str], prog: str = "kubectl gitdrift") -> Candidates:
 def _subcommands(names: Sequence[str]) -> list[str]:
     docs = {
         "snapshot": "export what offline mode needs",
+        "preview": "what a git change does to the Applications it touches",
         "plugins": "list the loaded plugins",
         "rules": "list the diagnosis rules",
         "version": "print the version",
@@ -149,6 +151,8 @@ def _values(action: argparse.Action, current: str, prior: Sequence[str]) -> Cand
         values = _plugin_names(rules=dest == "disable_rule")
     elif dest == "context":
         values = _kubectl(prior, ["config", "get-contexts", "-o", "name"], context=False)
+    elif dest in ("base", "head"):  # preview's revisions: the branches and tags of --repo-root
+        values = _git_refs(_flag_value(prior, "--repo-root") or ".")
     elif dest == "repo_root":
         return [], Directive.FILTER_DIRS
     elif action.metavar in ("PATH", "FILE", "PATH|MODULE", "DIR") or action.type is Path:
@@ -171,6 +175,28 @@ def _plugin_names(*, rules: bool) -> list[str]:
         return sorted(i.name for i in plugins.describe(pm))
     except Exception:  # noqa: BLE001 -- completion must never fail loudly
         return []
+
+
+def _git_refs(root: str) -> list[str]:
+    """The branches, remote branches and tags of the clone at `root` (nothing on failure)."""
+    git = shutil.which("git")
+    if git is None:
+        return []
+    argv = [git, "-C", str(Path(root).expanduser()), "for-each-ref", "--format=%(refname:short)"]
+    try:
+        result = subprocess.run(
+            [*argv, "refs/heads", "refs/remotes", "refs/tags"],
+            capture_output=True,
+            text=True,
+            timeout=_KUBECTL_TIMEOUT,
+            check=False,
+            stdin=subprocess.DEVNULL,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return []
+    if result.returncode != 0:
+        return []
+    return sorted({line.strip() for line in result.stdout.splitlines() if line.strip()})
 
 
 def _flag_value(prior: Sequence[str], *flags: str) -> str | None:

@@ -14,12 +14,7 @@ from typing import TYPE_CHECKING, Any, NoReturn, TextIO
 
 from kubectl_gitdrift import __version__
 from kubectl_gitdrift.cli import parser
-from kubectl_gitdrift.errors import (
-    ExitCode,
-    GitDriftError,
-    PluginError,
-    UsageError,
-)
+from kubectl_gitdrift.errors import ExitCode, GitDriftError, PluginError, UsageError
 
 if TYPE_CHECKING:
     from kubectl_gitdrift import hookspecs, model, plugins
@@ -147,6 +142,10 @@ def _dispatch(
 
         if command == "snapshot":
             return _snapshot(requests.export_request_from(sub, tuning=tuning), out, err)
+        if command == "preview":  # the command lives in cli/preview.py
+            from kubectl_gitdrift.cli import preview
+
+            return preview.run(sub, out, err, tuning=tuning)
         from kubectl_gitdrift.settings import Settings
 
         pm = _plugin_manager(requests.plugin_choice(sub, Settings.from_environ()))

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 # rbac (the model) and settings are imported by build_parser, sources.fetch by repo_root
 # when --repo-root is parsed: `version` and `completion bash` start without them.
 
-SUBCOMMANDS = ("snapshot", "plugins", "rules", "version")
+SUBCOMMANDS = ("snapshot", "preview", "plugins", "rules", "version")
 
 
 WHEN = ("auto", "always", "never")
@@ -131,7 +131,8 @@ def build_parser(prog: str = "kubectl gitdrift") -> Parser:
             "exit codes: 0 no drift, 1 drift found, 2 usage error, 3 input error (snapshot, "
             "source, app), 4 plugin error, 5 internal error, 6 cluster error, 7 incomplete "
             "(some resources could not be read).\n"
-            f"subcommands: {prog} snapshot|serve|plugins|rules|version|completion (each has --help)"
+            f"subcommands: {prog} snapshot|preview|serve|plugins|rules|version|completion (each "
+            "has --help)"
         ),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -423,6 +424,8 @@ def build_subparser(command: str, prog: str) -> Parser:
         parser.add_argument("-n", "--app-namespace", metavar="NS", default=None)
         cluster_flags(parser)
         progress_flag(parser)
+    if command == "preview":
+        preview_flags(parser)
     if command in ("plugins", "rules"):
         parser.add_argument("--plugin", metavar="PATH|MODULE", action="append", default=[])
         parser.add_argument("--disable-plugin", metavar="NAME", action="append", default=[])
@@ -432,6 +435,118 @@ def build_subparser(command: str, prog: str) -> Parser:
         parser.add_argument("--all", action="store_true", help="also list the built-in plugins")
     parser.add_argument("--debug", action="store_true", help="show tracebacks")
     return parser
+
+
+PREVIEW_FORMATS = ("text", "json", "markdown")
+MAX_CHARS = 65536
+"""--max-chars' default: GitHub's limit on one comment (present/preview.py's GITHUB_LIMIT)."""
+
+
+def preview_flags(parser: Parser) -> None:
+    """`preview`'s grammar: two revisions of one clone, and what to compare them against."""
+    parser.description = (
+        "Preview a change before it merges: every Application the repository defines at two "
+        "revisions (literal manifests, app-of-apps children, ApplicationSets), the ones the "
+        "change touches, the objects each adds, removes and changes, and with --live or "
+        "--snapshot what syncing head would do to the cluster. Exit 0: nothing changes; 1: "
+        "something does; above 1: an error."
+    )
+    parser.epilog = "docs/preview.md: the outputs, how apps are found, a GitHub Actions workflow"
+    git = parser.add_argument_group("the change")
+    git.add_argument(
+        "--base",
+        metavar="REV",
+        help="the revision before the change (default: the merge base of head with the "
+        "default branch)",
+    )
+    git.add_argument(
+        "--head",
+        metavar="REV",
+        help="the revision after it (default: the work tree of --repo-root as it is, "
+        "uncommitted changes included)",
+    )
+    git.add_argument(
+        "--repo-root",
+        metavar="DIR",
+        type=Path,
+        default=Path(),
+        help="the clone the Applications and their sources are read from (default: the "
+        "current directory)",
+    )
+    git.add_argument(
+        "--all-apps",
+        action="store_true",
+        help="every Application found, touched by the change or not",
+    )
+    git.add_argument(
+        "--offline",
+        action="store_true",
+        help="never fetch over the network (other repositories of multi-source apps, charts, "
+        "remote bases: what earlier runs cached); a generator that needs a service is an error",
+    )
+    git.add_argument(
+        "--allow-plugins",
+        action="store_true",
+        help="run config management plugins' commands (argocd-cmp-cm) and the ApplicationSet "
+        "generators that need them, on this machine",
+    )
+    git.add_argument(
+        "--no-cache",
+        action="store_true",
+        help="render both revisions again instead of reading renders cached on disk",
+    )
+    live = parser.add_argument_group("against the cluster (optional)")
+    where = live.add_mutually_exclusive_group()
+    where.add_argument(
+        "--snapshot",
+        metavar="FILE",
+        type=Path,
+        help="also compare head with this snapshot (kubectl gitdrift snapshot): what syncing "
+        "head would change, overwrite and leave as it is",
+    )
+    where.add_argument(
+        "--live",
+        action="store_true",
+        help="the same against the cluster of the current kube context (or --context, "
+        "--kubeconfig); read-only",
+    )
+    cluster_flags(live)
+    out = parser.add_argument_group("output")
+    out.add_argument(
+        "-o",
+        "--output",
+        choices=PREVIEW_FORMATS,
+        default="text",
+        help="text (default), json (docs/report-schema.md), markdown (a pull request comment)",
+    )
+    out.add_argument(
+        "--split",
+        action="store_true",
+        help="with -o markdown: numbered parts, each under --max-chars, each one comment "
+        "(each starts with a '<!-- kubectl-gitdrift preview: part K of N -->' line)",
+    )
+    out.add_argument(
+        "--max-chars",
+        metavar="N",
+        type=int,
+        default=None,
+        help=f"with -o markdown: characters per comment (default {MAX_CHARS}, GitHub's limit); "
+        "over it, whole app sections are left out (named in a note) or, with --split, go to "
+        "the next part",
+    )
+    out.add_argument(
+        "--color",
+        metavar="WHEN",
+        choices=WHEN,
+        default="auto",
+        help="colour the text output: auto (default: a terminal, unless NO_COLOR), always "
+        "(bare --color), never",
+    )
+    progress_flag(out)
+    plug = parser.add_argument_group("plugins")
+    plug.add_argument("--plugin", metavar="PATH|MODULE", action="append", default=[])
+    plug.add_argument("--disable-plugin", metavar="NAME", action="append", default=[])
+    plug.add_argument("--no-entry-points", action="store_true", help="skip installed plugins")
 
 
 # --------------------------------------------------------------------------- entry points

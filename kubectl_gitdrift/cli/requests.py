@@ -8,9 +8,11 @@ values where it uses them), so every error keeps its message and its moment.
 from __future__ import annotations
 
 import argparse
+from dataclasses import dataclass
 from pathlib import Path
 
 from kubectl_gitdrift.run.request import (
+    Change,
     ClusterSide,
     Diagnosis,
     GitSide,
@@ -83,6 +85,49 @@ def export_request_from(
         settings=Settings.from_environ() if settings is None else settings,
         tuning=Tuning() if tuning is None else tuning,
     )
+
+
+@dataclass(frozen=True, slots=True)
+class PreviewCall:
+    """`preview`'s flags: the run's Request, and how the CLI cuts its markdown (which the run
+    never sees: it returns a model.Preview, the CLI presents it)."""
+
+    request: Request
+    split: bool = False  # --split
+    max_chars: int | None = None  # --max-chars as given (None: GitHub's limit)
+
+
+def preview_request_from(
+    sub: argparse.Namespace,
+    *,
+    settings: Settings | None = None,
+    tuning: Tuning | None = None,
+) -> PreviewCall:
+    """`preview [--base REV] [--head REV] [--repo-root DIR] ...`: two revisions of one clone
+    (Request.change), and optionally a cluster or a snapshot to compare head with."""
+    from kubectl_gitdrift.sources.fetch import RepoRoot  # a preview renders: it is loaded anyway
+
+    settings = Settings.from_environ() if settings is None else settings
+    request = Request(
+        git=GitSide(
+            repo_roots=(RepoRoot(sub.repo_root.expanduser()),),
+            offline=sub.offline,
+            cache=not sub.no_cache,
+            allow_plugins=sub.allow_plugins,
+        ),
+        cluster=_cluster(sub, snapshot=sub.snapshot),
+        output=Output(format=sub.output, color=sub.color, progress=sub.progress),
+        plugins=plugin_choice(sub, settings),
+        change=Change(
+            base=sub.base,
+            head=sub.head,
+            all_apps=sub.all_apps,
+            live=sub.live or sub.snapshot is not None,
+        ),
+        settings=settings,
+        tuning=Tuning() if tuning is None else tuning,
+    )
+    return PreviewCall(request, split=sub.split, max_chars=sub.max_chars)
 
 
 def plugin_choice(args: argparse.Namespace, settings: Settings) -> PluginChoice:
