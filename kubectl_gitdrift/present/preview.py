@@ -127,7 +127,10 @@ def _fit_pair(left: str, right: str, room: int) -> tuple[str, str]:
         min(len(left), len(right)),
     )
     if same > 4 and len(left) > same - 3 and len(right) > same - 3:
-        left, right = "…" + left[same - 3 :], "…" + right[same - 3 :]
+        # from the last separator before they differ: `…guestbook:1.4 -> …guestbook:1.5`
+        cut = (left.rfind("/", 0, same) + 1) or (max(left.rfind(c, 0, same) for c in ":@= ") + 1)
+        cut = cut or same - 3
+        left, right = "…" + left[cut:], "…" + right[cut:]
     if len(left) + len(right) <= room:
         return left, right
     half = max(8, room // 2)

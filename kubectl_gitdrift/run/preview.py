@@ -287,7 +287,7 @@ class _Run:
             got = self._rendered(side, found)
             if isinstance(got, GitDriftError):
                 return dataclasses.replace(shell, error=f"{side.label}: {discover.line(got)}")
-            rendered[side.label] = got.manifests
+            rendered[side.label] = self._as_applied(got.manifests, found)
         if not self._is_touched(pair):
             rendered["head"] = rendered["base"]
         from kubectl_gitdrift.compare import revisions
@@ -358,6 +358,16 @@ class _Run:
         if count:
             self.progress.advance(f"{found.name} ({side.label})")
         return known
+
+    def _as_applied(
+        self, manifests: Sequence[model.Manifest], found: discover.Found
+    ) -> list[model.Manifest]:
+        """The render as Argo CD applies it: namespaced objects in the destination namespace
+        (so a preview names the object the cluster has), the last of duplicates kept."""
+        from kubectl_gitdrift.diagnose import tracking
+
+        app = application.parse_application(found.body)
+        return tracking.prepare_desired(manifests, app, self.settings)[0]
 
     def _render(self, side: _Side, app: model.Application) -> source_render.Rendered:
         git = self.request.git
