@@ -13,7 +13,18 @@ import pytest
 from tests.conftest import ROOT
 
 PACKAGE = ROOT / "kubectl_gitdrift"
-WINGS = ("compare", "diagnose", "present", "live", "run", "cli", "sources", "builtin", "yamlio", "appsets")
+WINGS = (
+    "compare",
+    "diagnose",
+    "present",
+    "live",
+    "run",
+    "cli",
+    "sources",
+    "builtin",
+    "yamlio",
+    "appsets",
+)
 MAX_ROOT_MODULES = 12
 MAX_LINES = 800
 
