@@ -148,7 +148,8 @@ class Needs:
     deployment controller's "Scaled ..." dates the write, attribution.date_from_events), the
     HorizontalPodAutoscalers that may scale `scaled` (the objects with differing fields:
     builtin/field-fight names an HPA that targets one), and the MutatingWebhookConfigurations
-    when `webhooks` (a differing field may be a webhook's: diagnose/admission.py)."""
+    when `webhooks` (a differing field is owned by Argo CD's own apply, so the stored value may
+    be a webhook's: diagnose/admission.py)."""
 
     dated: tuple[model.ObjectKey, ...] = ()
     scaled: tuple[model.ObjectKey, ...] = ()
@@ -171,10 +172,17 @@ def needs(compared: Compared) -> Needs:
         for d in changed
         if d.key.kind == "Deployment" and any(c.path == _REPLICAS for c in d.changes)
     ]
+    # a webhook's change is claimed only for a field Argo CD's own apply owns (admission.py)
+    applied = any(
+        c.owner is not None and c.owner.is_argocd and not c.owner.subresource
+        for d in changed
+        for c in d.changes
+        if c.desired is not None
+    )
     return Needs(
         dated=tuple(sorted(set(dated))),
         scaled=tuple(sorted({d.key for d in changed})),
-        webhooks=bool(changed),
+        webhooks=applied,
     )
 
 
