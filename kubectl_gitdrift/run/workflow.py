@@ -487,8 +487,11 @@ def run_one(
     # live: the context objects of what differs are read now that the compare has shown it
     compared = engine.compare(inputs, pm, callbacks)
     context, notes = state.follow_up(engine.needs(compared))
-    if notes:
-        compared = dataclasses.replace(compared, notes=(*compared.notes, *notes))
+    if notes:  # where the notes of what could not be read go (_notes_for)
+        at = len(inputs.notes)
+        compared = dataclasses.replace(
+            compared, notes=(*compared.notes[:at], *notes, *compared.notes[at:])
+        )
     return engine.diagnose(compared, pm, callbacks, context)
 
 
