@@ -12,7 +12,7 @@ import pluggy
 
 from kubectl_gitdrift import hookcalls, hookspecs, model
 from kubectl_gitdrift.compare import fields, legacy, pairs, ssa, structured
-from kubectl_gitdrift.compare import strategies as compare
+from kubectl_gitdrift.compare import strategies as choosing
 from kubectl_gitdrift.diagnose import attribution, audit, primary, rbac, remedies, tracking
 from kubectl_gitdrift.diagnose import rules as diagnosis
 
@@ -122,6 +122,76 @@ class Options:
 
 
 def run(inputs: Inputs, pm: pluggy.PluginManager, opts: Options) -> model.AppReport:
+    """compare, then diagnose with what `inputs` holds (offline: the snapshot has it all)."""
+    return diagnose(compare(inputs, pm, opts), pm, opts)
+
+
+@dataclass(frozen=True)
+class Compared:
+    """One application compared, not yet diagnosed: what `diagnose` goes on from, and what
+    `needs` reads to say which context objects the diagnosis of its differences can use."""
+
+    inputs: Inputs
+    index: LiveIndex
+    choice: choosing.Choice
+    drifts: Sequence[model.Drift]
+    notes: Sequence[str]
+    duplicates: Sequence[model.ObjectKey] = ()  # rendered more than once
+    hooks: int = 0  # hook objects, not compared
+
+
+@dataclass(frozen=True)
+class Needs:
+    """The context objects the diagnosis of an app's differences reads (live mode fetches
+    them once the compare has shown what differs, instead of listing them beside the app's
+    own objects): the Events of `dated` (Deployments whose spec.replicas differ: the
+    deployment controller's "Scaled ..." dates the write, attribution.date_from_events), the
+    HorizontalPodAutoscalers that may scale `scaled` (the objects with differing fields:
+    builtin/field-fight names an HPA that targets one), and the MutatingWebhookConfigurations
+    when `webhooks` (a differing field is owned by Argo CD's own apply, so the stored value may
+    be a webhook's: diagnose/admission.py)."""
+
+    dated: tuple[model.ObjectKey, ...] = ()
+    scaled: tuple[model.ObjectKey, ...] = ()
+    webhooks: bool = False
+
+    def __bool__(self) -> bool:
+        return bool(self.dated or self.scaled or self.webhooks)
+
+
+def needs(compared: Compared) -> Needs:
+    """What the diagnosis of `compared`'s differences can read beyond the app's own objects
+    (pure; the conditions are those of the readers named in Needs)."""
+    changed = [
+        d
+        for d in compared.drifts
+        if d.status is model.ResourceStatus.OUT_OF_SYNC and d.changes and d.live is not None
+    ]
+    dated = [
+        d.key
+        for d in changed
+        if d.key.kind == "Deployment" and any(c.path == _REPLICAS for c in d.changes)
+    ]
+    # a webhook's change is claimed only for a field Argo CD's own apply owns (admission.py)
+    applied = any(
+        c.owner is not None and c.owner.is_argocd and not c.owner.subresource
+        for d in changed
+        for c in d.changes
+        if c.desired is not None
+    )
+    return Needs(
+        dated=tuple(sorted(set(dated))),
+        scaled=tuple(sorted({d.key for d in changed})),
+        webhooks=applied,
+    )
+
+
+_REPLICAS = ("spec", "replicas")
+
+
+def compare(inputs: Inputs, pm: pluggy.PluginManager, opts: Options) -> Compared:
+    """The app's desired objects against the live ones, as Argo CD compares them, each
+    difference attributed: the first of `run`'s two steps."""
     app, settings = inputs.app, inputs.settings
     desired, duplicates, defaulted = tracking.prepare_desired(
         inputs.desired, app, settings, opts.scope
@@ -147,7 +217,7 @@ def run(inputs: Inputs, pm: pluggy.PluginManager, opts: Options) -> model.AppRep
         ignore_rules=rules,
         normalizer=_normalizer(pm),
     )
-    choice = compare.choose(app, settings)
+    choice = choosing.choose(app, settings)
     strategies = _Strategies(
         ssa.Context(
             ctx,
@@ -200,21 +270,51 @@ def run(inputs: Inputs, pm: pluggy.PluginManager, opts: Options) -> model.AppRep
     notes.extend(strategies.notes())
     drifts = [attribution.attribute(d, pm) for d in drifts]
     drifts.sort(key=lambda d: d.key)
+    return Compared(
+        inputs, index, choice, tuple(drifts), tuple(notes), tuple(duplicates), len(hooks)
+    )
 
-    managed_known = index.managed_known
+
+def diagnose(
+    compared: Compared,
+    pm: pluggy.PluginManager,
+    opts: Options,
+    context: Sequence[model.Manifest] = (),
+) -> model.AppReport:
+    """Why each difference of `compared` persists and what to do, into the app's report: the
+    second of `run`'s two steps. `context`: live objects read for it after the compare (what
+    `needs` named), beside those of `compared.inputs.live`."""
+    inputs, index, choice = compared.inputs, compared.index, compared.choice
+    app, settings = inputs.app, inputs.settings
+    drifts = list(compared.drifts)
+    notes = list(compared.notes)
+    live: Sequence[model.Manifest] = inputs.live
+    kinds = index.kinds
+    events = [*inputs.events, *index.events]
+    extra = [m for m in context if m.key not in index.by_key]
+    if extra:  # in the key order a live state keeps, as if they had been read with the rest
+        live = sorted([*live, *extra], key=lambda m: _key_order(m.key))
+        grouped = {gk: list(found) for gk, found in kinds.items()}
+        for manifest in extra:
+            grouped.setdefault((manifest.key.group, manifest.key.kind), []).append(manifest)
+        for group_kind in {(m.key.group, m.key.kind) for m in extra}:
+            grouped[group_kind].sort(key=lambda m: _key_order(m.key))
+        kinds = grouped
+        events = [*inputs.events, *(m.body for m in _in_order(live, kinds, _is_event_kind))]
+
+    managed_known = index.managed_known or any(fields.has_managed_fields(m.body) for m in extra)
     if inputs.live and not managed_known:
         notes.append(
             "the live objects carry no managedFields (kubectl get hides them unless "
             "--show-managed-fields), so gitdrift cannot say who changed a field"
         )
-    for key in duplicates:
+    for key in compared.duplicates:
         notes.append(f"{key.short()} is rendered more than once; the last one wins, as in Argo CD")
-    if hooks:
-        notes.append(f"{len(hooks)} hook object(s) are not compared, as in Argo CD")
+    if compared.hooks:
+        notes.append(f"{compared.hooks} hook object(s) are not compared, as in Argo CD")
 
     locate = _cached(opts.locate)
     plurals = {**index.plurals, **(opts.plurals or {})}
-    events = [*inputs.events, *index.events]
     clues = attribution.gather(
         drifts,
         events=events,
@@ -236,20 +336,20 @@ def run(inputs: Inputs, pm: pluggy.PluginManager, opts: Options) -> model.AppRep
         app,
         settings,
         drifts,
-        inputs.live,
+        live,
         managed_known,
         clues=clues,
         audit_log=inputs.audit_log,
         access=access,
         access_source=access_source,
         controller=opts.controller,
-        tracking=tracking.audit(drifts, inputs.live, app, settings, index.claims),
+        tracking=tracking.audit(drifts, live, app, settings, index.claims),
         project=inputs.project or _project(app, settings, index.projects),
         now=inputs.now or app.reconciled_at,
         events=events,
         plurals=plurals,
         notes=tuple(notes),
-        kinds=index.kinds,
+        kinds=kinds,
         strategy=choice.strategy,
         varying=inputs.varying,
     )
@@ -300,7 +400,7 @@ class _Strategies:
     emulated: list[model.ObjectKey] = field(default_factory=list)  # SSD without a dry-run
 
     def compare(self, desired: model.Manifest, live: model.Manifest | None) -> model.Drift:
-        choice = compare.for_resource(self.ctx.choice, desired.body)
+        choice = choosing.for_resource(self.ctx.choice, desired.body)
         if choice.strategy is model.DiffStrategy.LEGACY:
             return legacy.compare(desired, live, self.ctx.base)
         ctx = self.ctx
@@ -362,6 +462,10 @@ def _cached(locate: remedies.Locator | None) -> remedies.Locator | None:
 def _file(locate: remedies.Locator, drift: model.Drift, change: model.Change) -> str | None:
     found = locate(drift, change)
     return found.file if found is not None and found.file else None
+
+
+def _key_order(key: model.ObjectKey) -> tuple[str, str, str, str]:
+    return (key.group, key.kind, key.namespace, key.name)
 
 
 def _is_event_kind(group_kind: tuple[str, str]) -> bool:

@@ -39,10 +39,19 @@ class Cluster:
     """A read-only connection to one cluster (context manager; synchronous facade); the one
     PATCH it can send is a dryRun=All apply (:meth:`dry_run_apply`)."""
 
-    def __init__(self, config: Config, *, cache_dir: str | None = None, cache: bool = True) -> None:
+    def __init__(
+        self,
+        config: Config,
+        *,
+        cache_dir: str | None = None,
+        cache: bool = True,
+        known: tuple[dict[str, Any], Discovery] | None = None,
+    ) -> None:
         """`cache_dir`: kubectl's --cache-dir (default `$KUBECACHEDIR` or ~/.kube/cache), where
-        discovery is kept; `cache` False asks the server every time."""
+        discovery is kept; `cache` False asks the server every time. `known`: the version and
+        discovery an earlier connection of the run found: connecting sends no request."""
         self.config = config
+        self._known = known
         self._link = Transport(config)
         self._cache_dir = cache_dir
         self._use_cache = cache
@@ -78,6 +87,9 @@ class Cluster:
         # the kubeconfig names the server, and so the cache; with the cache fresh nothing is
         # sent before the first LIST (kubectl's warm runs send none either)
         await self._link.connect(check=False)
+        if self._known is not None:
+            self.version, self.discovery = self._known
+            return
         if self._use_cache:
             self._cache = DiskCache.of(self._cache_dir, self._link.server)
         cached = self._cache.read() if self._cache is not None else None

@@ -5,9 +5,10 @@ Read from a cluster (from_live) or a snapshot (snapshot.load), Secret values alr
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import operator
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -53,6 +54,12 @@ class ClusterState:
     # live: the API server's SubjectAccessReview answers for the controller (or why there are
     # none, and the RBAC objects among `objects` answer); None: offline, RBAC objects answer
     reviews: rbac.Reviews | None = None
+    # live, one app at a time: reads the context objects the diagnosis of what differs can use
+    # (engine.Needs -> their Manifests and notes; live/context.py), after the compare; None:
+    # `objects` hold them all (a snapshot, --all)
+    follow_up: Callable[[Any], tuple[list[model.Manifest], list[str]]] | None = field(
+        default=None, compare=False
+    )
 
     def find_application(self, name: str, namespace: str | None) -> model.Body | None:
         for body in self.applications:
@@ -160,6 +167,7 @@ def from_live(
     unreadable: Sequence[tuple[model.ObjectKey, str]] = (),
     notes: Sequence[str] = (),
     reviews: rbac.Reviews | None = None,
+    follow_up: Callable[[Any], tuple[list[model.Manifest], list[str]]] | None = None,
 ) -> ClusterState:
     """The state of a live run: Secret values fingerprinted with `capture.fingerprint_key`
     right away, so nothing downstream (comparison, snapshot file) ever holds them."""
@@ -167,6 +175,7 @@ def from_live(
     if key is None:
         raise ValueError("a live capture needs a fingerprint key")
     redacted = [redact_secret(d, key) if is_secret(model.ObjectKey.of(d)) else d for d in docs]
-    return from_documents(
+    state = from_documents(
         redacted, source, unreadable=unreadable, capture=capture, notes=notes, reviews=reviews
     )
+    return dataclasses.replace(state, follow_up=follow_up) if follow_up is not None else state

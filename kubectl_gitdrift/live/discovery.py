@@ -100,7 +100,10 @@ class Discovery:
         self.stale = frozenset(stale)
         self.cached = cached
         self._by_gk: dict[tuple[str, str], list[Kind]] = {}
+        self._scalable: set[tuple[str, str]] = set()  # (group, plural) with a /scale
         for kind in kinds:
+            if kind.plural.endswith("/scale"):
+                self._scalable.add((kind.group, kind.plural.partition("/")[0]))
             if not kind.kind or "/" in kind.plural:
                 continue
             served = self._by_gk.setdefault((kind.group, kind.kind), [])
@@ -131,6 +134,12 @@ class Discovery:
     def namespaced(self, group: str, kind: str) -> bool | None:
         found = self.find(group, kind)
         return None if found is None else found.namespaced
+
+    def scalable(self, group: str, kind: str) -> bool:
+        """Whether the kind serves a /scale subresource: what a HorizontalPodAutoscaler's
+        scaleTargetRef can name (a Deployment, a StatefulSet, a CRD that declares one)."""
+        found = self._by_gk.get((group, kind)) or ()
+        return any((k.group, k.plural) in self._scalable for k in found)
 
     def kinds(self) -> list[Kind]:
         return sorted(k for served in self._by_gk.values() for k in served)

@@ -189,10 +189,12 @@ def plan(
     *,
     tracking_label: str = "",
     rbac: bool = True,
+    context: bool = True,
 ) -> tuple[list[Query], list[str]]:
     """The LISTs for (group, version, kind, namespace) wants: one per kind and namespace (one
-    per kind for cluster-scoped kinds), the context kinds in `namespaces` (the RBAC kinds too
-    unless `rbac` is false: the reviews answer can-i), and with label tracking one
+    per kind for cluster-scoped kinds), the context kinds in `namespaces` unless `context` is
+    false (read after the compare, for what differs: live/context.py), the RBAC kinds too
+    unless `rbac` is false (the reviews answer can-i), and with label tracking one
     cluster-wide LIST per kind selecting the tracking label. Returns the queries (sorted) and
     notes about kinds the server does not serve."""
     queries: set[Query] = set()
@@ -210,7 +212,8 @@ def plan(
         queries.add(Query(kind, namespace if kind.namespaced else ""))
         if tracking_label:
             queries.add(Query(kind, "", label_selector=tracking_label))
-    queries.update(in_namespaces(discovery, CONTEXT_KINDS, namespaces))
+    if context:
+        queries.update(in_namespaces(discovery, CONTEXT_KINDS, namespaces))
     if rbac:
         queries.update(in_namespaces(discovery, RBAC_KINDS, namespaces))
     return sorted(queries), sorted(notes)

@@ -93,12 +93,19 @@ def _gather_live(
         # a comparison asks the API server the controller's can-i (SubjectAccessReview) and
         # lists RBAC objects only if it will not answer; a snapshot holds them for offline
         reviews = _Reviews(kc, request) if request.export is None else None
+        # the context kinds (Events, HPAs, webhook configurations) of named apps are read
+        # after the compare, for what differs (live/context.py); --all and a snapshot list them
+        deferred = reviews is not None and not selection.all
         status_wants = _status_wants(bodies, remotes, kc.discovery)
         early, _ = listing.plan(
-            kc.discovery, *status_wants, tracking_label=label, rbac=reviews is None
+            kc.discovery,
+            *status_wants,
+            tracking_label=label,
+            rbac=reviews is None,
+            context=not deferred,
         )
         # mutating webhook configurations: only for apps with differences to explain
-        hooks = listing.webhooks(kc.discovery) if _out_of_sync(bodies) else []
+        hooks = listing.webhooks(kc.discovery) if not deferred and _out_of_sync(bodies) else []
         listed.start(kc, [*early, *(q for q in hooks if q not in early)])
         if reviews is not None:
             reviews.ask(status_wants[0])
@@ -123,7 +130,12 @@ def _gather_live(
             wants, namespaces = _wants(targets, kc.discovery)
         wants = _known(wants, kc.discovery, unreadable)
         queries, not_served = listing.plan(
-            kc.discovery, wants, namespaces, tracking_label=label, rbac=reviews is None
+            kc.discovery,
+            wants,
+            namespaces,
+            tracking_label=label,
+            rbac=reviews is None,
+            context=not deferred,
         )
         notes.extend(not_served)
         listed.start(kc, [q for q in queries if not listed.started(q)])
@@ -187,6 +199,7 @@ def _gather_live(
             unreadable=unreadable,
             notes=sorted(set(notes)),
             reviews=answered,
+            follow_up=_follow_up(config, kc, _out_of_sync(bodies)) if deferred else None,
         )
     return state, targets
 
@@ -244,6 +257,28 @@ def _names_helm(body: model.Body) -> bool:
     spec = body.get("spec") or {}
     sources = [spec.get("source"), *(spec.get("sources") or ())]
     return any(isinstance(s, Mapping) and (s.get("chart") or s.get("helm")) for s in sources)
+
+
+def _follow_up(config: Any, kc: Any, webhooks: bool) -> Any:
+    """What reads the context objects of one app's differences after its compare, on a
+    connection that knows this one's discovery (ClusterState.follow_up); the webhook
+    configurations only if `webhooks`, as when they are listed up front."""
+    from kubectl_gitdrift.live import context
+
+    return context.FollowUp(
+        config, kc.version, kc.discovery, prepare=_for_diagnosis, webhooks=webhooks
+    )
+
+
+def _for_diagnosis(item: model.Body) -> model.Body:
+    """A context object as the diagnosis reads it: a webhook configuration without its
+    caBundle, anything else as listed."""
+    from kubectl_gitdrift.live import listing
+
+    key = model.ObjectKey.of(item)
+    if (key.group, key.kind) in listing.WEBHOOK_KINDS:
+        return _without_ca_bundles(item)
+    return item
 
 
 def _out_of_sync(bodies: Sequence[model.Body]) -> bool:

@@ -499,7 +499,17 @@ def run_one(
     history = _history_cache(request)
     repo = rendered.repo if rendered.repo is not None else request.git.plain_root
     callbacks = with_source_callbacks(options, rendered, repo, history, app=app)
-    return engine.run(inputs, pm, callbacks)
+    if state.follow_up is None:
+        return engine.run(inputs, pm, callbacks)
+    # live: the context objects of what differs are read now that the compare has shown it
+    compared = engine.compare(inputs, pm, callbacks)
+    context, notes = state.follow_up(engine.needs(compared))
+    if notes:  # where the notes of what could not be read go (_notes_for)
+        at = len(inputs.notes)
+        compared = dataclasses.replace(
+            compared, notes=(*compared.notes[:at], *notes, *compared.notes[at:])
+        )
+    return engine.diagnose(compared, pm, callbacks, context)
 
 
 @dataclass(frozen=True, slots=True)

@@ -302,5 +302,14 @@ def test_offline_replay_of_a_partial_export_is_just_as_incomplete(
     assert replay.exit_code == ExitCode.INCOMPLETE
     a, b = json.loads(live.stdout), json.loads(replay.stdout)
     assert (a.pop("mode"), b.pop("mode")) == ("live", "offline")
-    assert without_run_context(a) == without_run_context(b)
     assert len(unreadable_findings(b)) == 2
+    # the export lists the Events up front and records them forbidden; the live run reads a
+    # drift's Events after the compare, and the Deployment it would read them for is Unknown
+    (app,) = b["applications"]
+    events = [n for n in app["notes"] if n.startswith("not checked: cannot list events")]
+    assert len(events) == 1
+    app["notes"] = [n for n in app["notes"] if n not in events]
+    app["findings"] = [
+        f for f in app["findings"] if f"not checked: {f['evidence'].get('reason')}" not in events
+    ]
+    assert without_run_context(a) == without_run_context(b)
