@@ -652,5 +652,6 @@ class Preview:
 
     @property
     def changed(self) -> bool:
-        """Something would change (exit 1): an app added, removed, changed or failed."""
+        """Something would change (exit 1): an app added, removed, changed or failed, or a
+        sync effect (a failed app makes the command exit 3 after the output all the same)."""
         return any(a.action is not PreviewAction.UNCHANGED or a.sync for a in self.apps)
