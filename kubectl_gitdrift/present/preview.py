@@ -367,7 +367,9 @@ def _app_dict(app: model.AppPreview) -> dict[str, Any]:
         ],
         "spec": [_edit_dict(e, guard) for e in app.spec],
         "sync": [_effect_dict(e, guard) for e in _effects(app)],
-        "notFixed": [_finding_dict(f) for f in sorted(app.not_fixed, key=model.Finding.sort_key)],
+        "notFixed": [
+            report.finding_dict(f) for f in sorted(app.not_fixed, key=model.Finding.sort_key)
+        ],
         "error": app.error or None,
         "notes": list(app.notes),
     }
@@ -406,21 +408,6 @@ def _effect_dict(effect: model.SyncEffect, guard: _Guard) -> dict[str, Any]:
             "subresource": owner.subresource or None,
             "time": owner.time,
         },
-    }
-
-
-def _finding_dict(finding: model.Finding) -> dict[str, Any]:
-    """A finding as the main report's findings[] has it (report-schema.md)."""
-    return {
-        "code": finding.code,
-        "severity": finding.severity.name.lower(),
-        "message": finding.message,
-        "resource": _key(finding.key) if finding.key else None,
-        "path": model.display_path(finding.path) if finding.path else None,
-        "evidence": dict(finding.evidence),
-        "hint": finding.hint,
-        "rule": finding.rule,
-        "plugin": finding.plugin,
     }
 
 

@@ -95,7 +95,7 @@ def _app(app: model.AppReport) -> dict[str, Any]:
         },
         "strategy": {"name": app.strategy.value, "reason": app.strategy_reason or None},
         "resources": [_resource(d) for d in app.resources],
-        "findings": [_finding(f) for f in app.findings],
+        "findings": [finding_dict(f) for f in app.findings],
         "remedies": [_remedy(r) for r in app.remedies],
         "notes": list(app.notes),
     }
@@ -173,7 +173,8 @@ def _change(change: model.Change, side: Any) -> dict[str, Any]:
     }
 
 
-def _finding(finding: model.Finding) -> dict[str, Any]:
+def finding_dict(finding: model.Finding) -> dict[str, Any]:
+    """A finding as the report's findings[] has it (report-schema.md); preview's notFixed too."""
     return {
         "code": finding.code,
         "severity": finding.severity.name.lower(),
