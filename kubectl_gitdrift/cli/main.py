@@ -227,34 +227,15 @@ _BUILTIN_RENDERERS = "builtin/renderers"
 """plugins.BUILTIN_NAMES of the built-in renderers (tests/cli/test_startup.py checks they agree)."""
 
 
-def _terminal(stream: TextIO) -> bool:
-    """A person watches `stream`: a TTY, and a terminal that does more than print text."""
-    isatty = getattr(stream, "isatty", None)
-    return bool(isatty is not None and isatty()) and os.environ.get("TERM") != "dumb"
-
-
 def _progress(when: str, err: TextIO) -> progress.Silent:
     """--progress: a live line when stderr is a terminal, plain lines when forced elsewhere."""
-    from kubectl_gitdrift.cli import progress
+    from kubectl_gitdrift.cli import progress, terminal
 
-    return progress.choose(when, err, terminal=_terminal(err))
-
-
-def _palette(when: str, out: TextIO) -> color.Palette:
-    """--color: `always` and `never` as said; `auto` colours a terminal unless NO_COLOR is set
-    (no-color.org: present and not empty) or TERM=dumb."""
-    from kubectl_gitdrift.present import color
-
-    if when == "never":
-        return color.OFF
-    if when == "always":
-        return color.ON
-    if os.environ.get("NO_COLOR"):
-        return color.OFF
-    return color.ON if _terminal(out) else color.OFF
+    return progress.choose(when, err, terminal=terminal.is_terminal(err))
 
 
 def _compare(request: Request, out: TextIO, err: TextIO) -> ExitCode:
+    from kubectl_gitdrift.cli import terminal
     from kubectl_gitdrift.present import report
 
     output = request.output
@@ -286,9 +267,9 @@ def _compare(request: Request, out: TextIO, err: TextIO) -> ExitCode:
             targets,
             output,
             renderers,
-            _palette(output.color, out),
+            terminal.palette(output.color, out),
             app_texts,
-            width=_text_width(out),
+            width=terminal.text_width(out),
         )
     elif output.query:
         text = report.query(report.to_dict(result), output.query)
@@ -296,13 +277,13 @@ def _compare(request: Request, out: TextIO, err: TextIO) -> ExitCode:
         text = report.render_text(
             result,
             show_suppressed=output.show_suppressed,
-            palette=_palette(output.color, out),
-            width=_text_width(out),
+            palette=terminal.palette(output.color, out),
+            width=terminal.text_width(out),
         )
     elif output.format == "diff" and _builtin(renderers, "diff"):
         from kubectl_gitdrift.present import difftext
 
-        text = difftext.render_diff(result, palette=_palette(output.color, out))
+        text = difftext.render_diff(result, palette=terminal.palette(output.color, out))
     else:
         text = _render_plugin(result, output.format, renderers)
     out.write(text)
@@ -675,20 +656,6 @@ def _columns_before_last(rows: Sequence[Sequence[Any]], headers: Sequence[str]) 
         cells = [headers[i], *(color.strip(str(r[i])) for r in rows)]
         total += max(len(c) for c in cells) + 2
     return total
-
-
-def _text_width(out: TextIO) -> int | None:
-    """The width text output fits: $COLUMNS, else the terminal's; None for a pipe or a file
-    (whose output stays the same whatever terminal started it)."""
-    columns = os.environ.get("COLUMNS", "")
-    if columns.isdigit() and int(columns) > 0:
-        return int(columns)
-    try:
-        if out.isatty():
-            return os.get_terminal_size(out.fileno()).columns
-    except (OSError, ValueError, AttributeError):
-        pass
-    return None
 
 
 def _cut(text: str, width: int = 90) -> str:

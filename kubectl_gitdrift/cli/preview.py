@@ -10,7 +10,6 @@ Start-up: the run and the presenters are imported by `run`, not at module level,
 
 from __future__ import annotations
 
-import os
 from typing import TYPE_CHECKING, TextIO
 
 from kubectl_gitdrift.errors import ExitCode, SnapshotError, SourceError, UsageError
@@ -29,17 +28,24 @@ def run(
 ) -> ExitCode:
     """The subcommand, its flags parsed: check, run, write, and the exit code."""
     from kubectl_gitdrift import model
-    from kubectl_gitdrift.cli import progress, requests
+    from kubectl_gitdrift.cli import progress, requests, terminal
 
     call = requests.preview_request_from(sub, tuning=tuning)
     check(call)
     from kubectl_gitdrift.run import preview as previewing
 
     request = call.request
-    display = progress.choose(request.output.progress, err, terminal=_terminal(err))
+    display = progress.choose(request.output.progress, err, terminal=terminal.is_terminal(err))
     with display:  # the live line is gone before the report or an error is written
         result = previewing.run(request, display)
-    out.write(render(result, call, palette=_palette(request.output.color, out), width=_width(out)))
+    out.write(
+        render(
+            result,
+            call,
+            palette=terminal.palette(request.output.color, out),
+            width=terminal.text_width(out),
+        )
+    )
     failed = [a for a in result.apps if a.action is model.PreviewAction.FAILED]
     err.writelines(f"error: {a.name}: {a.error or 'could not be previewed'}\n" for a in failed)
     return exit_code(result)
@@ -107,34 +113,3 @@ def render(
         limit = presenting.GITHUB_LIMIT if call.max_chars is None else call.max_chars
         return "".join(presenting.render_markdown(preview, max_chars=limit, split=call.split))
     return presenting.render_text(preview, palette=palette or color.OFF, width=width)
-
-
-def _terminal(stream: TextIO) -> bool:
-    """A person watches `stream`: a TTY, and a terminal that does more than print text (as
-    main.py decides it for the main command)."""
-    isatty = getattr(stream, "isatty", None)
-    return bool(isatty is not None and isatty()) and os.environ.get("TERM") != "dumb"
-
-
-def _palette(when: str, out: TextIO) -> color.Palette:
-    """--color as the main command takes it: auto colours a terminal unless NO_COLOR is set."""
-    from kubectl_gitdrift.present import color
-
-    if when == "never":
-        return color.OFF
-    if when == "always":
-        return color.ON
-    return color.OFF if os.environ.get("NO_COLOR") else color.ON if _terminal(out) else color.OFF
-
-
-def _width(out: TextIO) -> int | None:
-    """$COLUMNS, else the terminal's width; None for a pipe or a file (stable output)."""
-    columns = os.environ.get("COLUMNS", "")
-    if columns.isdigit() and int(columns) > 0:
-        return int(columns)
-    try:
-        if out.isatty():
-            return os.get_terminal_size(out.fileno()).columns
-    except (OSError, ValueError, AttributeError):
-        pass
-    return None
