@@ -10,7 +10,7 @@ them, and nothing here reads a live object).
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from kubectl_gitdrift import model
@@ -44,7 +44,7 @@ def _app(app: model.AppReport) -> str:
                 out += _remedy(remedy)
     if app.notes:
         out += ["## Notes", ""]
-        out += [f"- {_inline(n)}" for n in app.notes]
+        out += [f"- {inline(n)}" for n in app.notes]
         out.append("")
     return "\n".join(out).rstrip("\n") + "\n"
 
@@ -91,7 +91,7 @@ def _evidence(app: model.AppReport) -> list[str]:
         out.append(
             f"| `{drift.key.short()}` | `{model.display_path(change.path)}` | "
             f"{_cell(git, change.desired)} | {_cell(live, change.live)} | "
-            f"{_inline(who) if who else '_(unknown)_'} |"
+            f"{inline(who) if who else '_(unknown)_'} |"
         )
     out.append("")
     for finding in app.findings:
@@ -133,20 +133,20 @@ def _root_cause(app: model.AppReport) -> list[str]:
     out = ["## Root cause", ""]
     shown = report.value_diffs(app)
     for finding in app.findings:
-        out.append(f"- {_ICON[finding.severity]} **`{finding.code}`** {_inline(finding.message)}")
+        out.append(f"- {_ICON[finding.severity]} **`{finding.code}`** {inline(finding.message)}")
         diff = shown.pop((finding.key, finding.path), None)
         if diff:
-            fence = _fence(diff)
-            out += [f"  {fence}diff", *(f"  {line}".rstrip() for line in diff), f"  {fence}"]
+            ticks = fence(diff)
+            out += [f"  {ticks}diff", *(f"  {line}".rstrip() for line in diff), f"  {ticks}"]
         if finding.hint:
-            out.append(f"  - _next:_ {_inline(finding.hint)}")
+            out.append(f"  - _next:_ {inline(finding.hint)}")
     out.append("")
     return out
 
 
 def _remedy(remedy: model.Remedy) -> list[str]:
     out = [f"### {remedy.title}", ""]
-    out += [f"- {_inline(step)}" for step in remedy.steps]
+    out += [f"- {inline(step)}" for step in remedy.steps]
     if remedy.steps:
         out.append("")
     if remedy.commands:
@@ -157,13 +157,13 @@ def _remedy(remedy: model.Remedy) -> list[str]:
     return out
 
 
-def _fence(lines: list[str]) -> str:
+def fence(lines: Iterable[str]) -> str:
     """A code fence longer than any run of backticks in `lines` (a value may hold a fence)."""
     longest = max((len(run) for line in lines for run in re.findall(r"`+", line)), default=0)
     return "`" * max(3, longest + 1)
 
 
-def _inline(text: str) -> str:
+def inline(text: str) -> str:
     """Text for one line of markdown: `|` escaped (tables), line breaks as spaces (a value's
     `# comment` line must not become a heading)."""
     return " ".join(text.splitlines()).replace("|", "\\|")

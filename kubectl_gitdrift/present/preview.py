@@ -17,14 +17,14 @@ from __future__ import annotations
 import difflib
 import json
 import textwrap
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from kubectl_gitdrift import model
 from kubectl_gitdrift.compare import changes as lines_of
 from kubectl_gitdrift.compare import masking
-from kubectl_gitdrift.present import color, report
+from kubectl_gitdrift.present import color, markdown, report
 from kubectl_gitdrift.present import writtenby as writers
 
 __all__ = [
@@ -358,7 +358,7 @@ def _app_dict(app: model.AppPreview) -> dict[str, Any]:
         "counts": {"added": added, "removed": removed, "changed": changed},
         "objects": [
             {
-                **_key(o.key),
+                **report.key_dict(o.key),
                 "action": o.action.value,
                 "origin": o.origin,
                 "edits": [_edit_dict(e, guard) for e in o.edits],
@@ -375,10 +375,6 @@ def _app_dict(app: model.AppPreview) -> dict[str, Any]:
     }
 
 
-def _key(key: model.ObjectKey) -> dict[str, str]:
-    return {"group": key.group, "kind": key.kind, "namespace": key.namespace, "name": key.name}
-
-
 def _edit_dict(edit: model.Edit, guard: _Guard) -> dict[str, Any]:
     path = model.display_path(edit.path)
     return {
@@ -392,22 +388,14 @@ def _edit_dict(edit: model.Edit, guard: _Guard) -> dict[str, Any]:
 
 def _effect_dict(effect: model.SyncEffect, guard: _Guard) -> dict[str, Any]:
     path = model.display_path(effect.path) if effect.path is not None else None
-    owner = effect.overwrites
     return {
-        "resource": _key(effect.key),
+        "resource": report.key_dict(effect.key),
         "action": effect.action,
         "path": path,
         "live": guard.value(path or "", effect.live, effect.secret),
         "head": guard.value(path or "", effect.head, effect.secret),
         "secret": effect.secret,
-        "overwrites": None
-        if owner is None
-        else {
-            "manager": owner.manager,
-            "operation": owner.operation,
-            "subresource": owner.subresource or None,
-            "time": owner.time,
-        },
+        "overwrites": report.owner_dict(effect.overwrites),
     }
 
 
@@ -444,9 +432,8 @@ def _row(preview: model.Preview, app: model.AppPreview) -> str:
         f"**{app.action.value}**" if app.action is model.PreviewAction.FAILED else app.action.value
     )
     objects = _counts_text(app) if app.objects else "—"
-    return (
-        f"| `{_code(app.name)}` | {action} | {objects} | {_inline(_live_summary(preview, app))} |"
-    )
+    live = markdown.inline(_live_summary(preview, app))
+    return f"| `{_code(app.name)}` | {action} | {objects} | {live} |"
 
 
 def _head(preview: model.Preview, rows: Sequence[str], part: tuple[int, int] | None = None) -> str:
@@ -462,7 +449,7 @@ def _head(preview: model.Preview, rows: Sequence[str], part: tuple[int, int] | N
     if preview.apps:
         totals += f": {_tally(preview)}"
     totals += f". Base `{_code(preview.base_ref)}`, head `{_code(preview.head_ref)}`"
-    totals += f"; live: {_inline(preview.live)}." if preview.live else "; no live state."
+    totals += f"; live: {markdown.inline(preview.live)}." if preview.live else "; no live state."
     lines.append(totals)
     lines.append("")
     if not preview.apps:
@@ -488,7 +475,7 @@ class _Section:
 
 def _section(app: model.AppPreview) -> _Section:
     diff = _diff_lines(app)
-    fence = _fence(diff)
+    fence = markdown.fence(diff)
     added, removed, changed = counts(app)
     summary = f"<code>{_html(app.name)}</code>: {app.action.value}"
     if app.objects:
@@ -501,22 +488,22 @@ def _section(app: model.AppPreview) -> _Section:
         files = [f"`{_code(f)}`" for f in app.touched_by[:TOUCHED_SHOWN]]
         more = len(app.touched_by) - TOUCHED_SHOWN
         facts.append("touched by " + ", ".join(files) + (f" and {more} more" if more > 0 else ""))
-    lines += [_inline("; ".join(facts)) + ".", ""]
+    lines += [markdown.inline("; ".join(facts)) + ".", ""]
     if app.error:
-        lines += [f"> **error:** {_inline(app.error)}", ""]
+        lines += [f"> **error:** {markdown.inline(app.error)}", ""]
     if diff:
         lines += [f"{fence}diff", *diff, fence, ""]
     if app.sync:
         lines += ["**Syncing head would:**", ""]
-        lines += [f"- {_inline(effect_text(e, _backticks))}" for e in _effects(app)]
+        lines += [f"- {markdown.inline(effect_text(e, _backticks))}" for e in _effects(app)]
         lines.append("")
     if app.not_fixed:
         lines += ["**It would not fix:**", ""]
         for finding in sorted(app.not_fixed, key=model.Finding.sort_key):
-            lines.append(f"- `{finding.code}` {_inline(finding.message)}")
+            lines.append(f"- `{finding.code}` {markdown.inline(finding.message)}")
         lines.append("")
     if app.notes:
-        lines += ["**Notes:**", "", *(f"- {_inline(n)}" for n in app.notes), ""]
+        lines += ["**Notes:**", "", *(f"- {markdown.inline(n)}" for n in app.notes), ""]
     lines += ["</details>", ""]
     return _Section(app.name, tuple(lines), fence)
 
@@ -565,22 +552,6 @@ def _edit_diff(edit: model.Edit, guard: _Guard) -> list[str]:
     if edit.op is not model.Op.REMOVE:
         out.append(f"+{path}: {compact(head)}")
     return out
-
-
-def _fence(lines: Iterable[str]) -> str:
-    """A code fence longer than any run of backticks in `lines` (a value may hold one)."""
-    longest = 0
-    for line in lines:
-        run = 0
-        for char in line:
-            run = run + 1 if char == "`" else 0
-            longest = max(longest, run)
-    return "`" * max(3, longest + 1)
-
-
-def _inline(text: str) -> str:
-    """One line of markdown: line breaks as spaces, `|` escaped (tables)."""
-    return " ".join(text.splitlines()).replace("|", "\\|")
 
 
 def _code(text: str) -> str:

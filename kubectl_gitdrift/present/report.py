@@ -120,8 +120,21 @@ def _history(entry: model.HistoryEntry) -> dict[str, Any]:
     }
 
 
-def _key(key: model.ObjectKey) -> dict[str, str]:
+def key_dict(key: model.ObjectKey) -> dict[str, str]:
+    """An object's key as the report writes it (a finding's resource; preview's too)."""
     return {"group": key.group, "kind": key.kind, "namespace": key.namespace, "name": key.name}
+
+
+def owner_dict(owner: model.Owner | None) -> dict[str, Any] | None:
+    """Who wrote a field, as a change's owner (and preview's overwrites) has it."""
+    if owner is None:
+        return None
+    return {
+        "manager": owner.manager,
+        "operation": owner.operation,
+        "subresource": owner.subresource or None,
+        "time": owner.time,
+    }
 
 
 _STATUS = {status: status.value or None for status in model.ResourceStatus}
@@ -154,7 +167,6 @@ def _resource(drift: model.Drift) -> dict[str, Any]:
 
 
 def _change(change: model.Change, side: Any) -> dict[str, Any]:
-    owner = change.owner
     return {
         "op": change.op.value,
         "path": model.display_path(change.path),
@@ -162,14 +174,7 @@ def _change(change: model.Change, side: Any) -> dict[str, Any]:
         "desired": change.desired,
         "live": change.live,
         "secret": change.secret,
-        "owner": None
-        if owner is None
-        else {
-            "manager": owner.manager,
-            "operation": owner.operation,
-            "subresource": owner.subresource or None,
-            "time": owner.time,
-        },
+        "owner": owner_dict(change.owner),
     }
 
 
@@ -179,7 +184,7 @@ def finding_dict(finding: model.Finding) -> dict[str, Any]:
         "code": finding.code,
         "severity": finding.severity.name.lower(),
         "message": finding.message,
-        "resource": _key(finding.key) if finding.key else None,
+        "resource": key_dict(finding.key) if finding.key else None,
         "path": model.display_path(finding.path) if finding.path else None,
         "evidence": dict(finding.evidence),
         "hint": finding.hint,
