@@ -370,7 +370,7 @@ def diagnose(
         strategy=choice.strategy,
         causes=rule_ctx.causes,
         context_flags=opts.context_flags,
-        instance_label=rule_ctx.settings.instance_label_key,
+        settings=rule_ctx.settings,
     )
     notes += [f"the adopt patch (--write-patch) leaves out {e}" for e in remedies.left_out(fixes)]
     return model.AppReport(

@@ -219,6 +219,10 @@ class TrackingMethod(str, enum.Enum):
     ANNOTATION_AND_LABEL = "annotation+label"
 
 
+TRACKING_ID = "argocd.argoproj.io/tracking-id"
+INSTALLATION_ID = "argocd.argoproj.io/installation-id"
+
+
 @dataclass(frozen=True, slots=True)
 class IgnoreRule:
     """One ignoreDifferences entry, from the Application, argocd-cm or a plugin."""
@@ -248,6 +252,16 @@ class Settings:
     from_configmap: bool = False
     controller_namespace: str = "argocd"
     server_side_diff: bool = False  # argocd-cmd-params-cm controller.diff.server.side: every app
+
+    def tracking_keys(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """The annotations and the labels Argo CD's resource tracking writes on every object it
+        applies (CRDs aside) under this tracking method, whatever git says there: the
+        tracking-id and installation-id annotations unless tracking is by label, the instance
+        label when tracking uses one."""
+        method = self.tracking_method
+        annotations = () if method is TrackingMethod.LABEL else (TRACKING_ID, INSTALLATION_ID)
+        labels = () if method is TrackingMethod.ANNOTATION else (self.instance_label_key,)
+        return annotations, labels
 
 
 class DiffStrategy(str, enum.Enum):

@@ -738,7 +738,7 @@ def trusted_manager_paths(
 
 # --------------------------------------------------------------------------- tracking
 
-TRACKING_ID = "argocd.argoproj.io/tracking-id"
+TRACKING_ID = model.TRACKING_ID
 
 
 def normalize_tracking(

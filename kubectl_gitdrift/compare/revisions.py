@@ -15,12 +15,9 @@ from functools import lru_cache
 from typing import Any
 
 from kubectl_gitdrift import model
-from kubectl_gitdrift.compare import changes, defaults, masking, normalize, pairs
+from kubectl_gitdrift.compare import changes, defaults, masking, pairs
 from kubectl_gitdrift.compare.normalize import Node
 from kubectl_gitdrift.errors import SourceError
-
-INSTALLATION_ID = "argocd.argoproj.io/installation-id"
-"""Written beside the tracking-id by Argo CD when argocd-cm names an installation."""
 
 _Slot = tuple[model.ObjectKey, str]
 """An object's place in a render: its key, and for an unnamed one its generateName and rank."""
@@ -175,11 +172,9 @@ def _drop_tracking(body: dict[str, Any], settings: model.Settings) -> None:
     metadata = body.get("metadata")
     if not isinstance(metadata, dict):
         return
-    method = settings.tracking_method
-    if method is not model.TrackingMethod.LABEL:
-        _drop_keys(metadata, "annotations", (normalize.TRACKING_ID, INSTALLATION_ID))
-    if method is not model.TrackingMethod.ANNOTATION:
-        _drop_keys(metadata, "labels", (settings.instance_label_key,))
+    annotations, labels = settings.tracking_keys()
+    _drop_keys(metadata, "annotations", annotations)
+    _drop_keys(metadata, "labels", labels)
 
 
 def _drop_keys(metadata: dict[str, Any], field: str, keys: Sequence[str]) -> None:

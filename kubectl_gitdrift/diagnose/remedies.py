@@ -61,7 +61,7 @@ def recommend(
     strategy: model.DiffStrategy = model.DiffStrategy.LEGACY,
     causes: Mapping[CauseKey, Cause] | None = None,
     context_flags: Sequence[str] = (),
-    instance_label: str = "",
+    settings: model.Settings | None = None,
 ) -> list[Remedy]:
     """Both ways out (adopt, revert), the fixes of each specific cause, how to keep it from
     recurring, and how to check each fix.
@@ -71,9 +71,10 @@ def recommend(
     For an app Argo CD syncs with server-side apply (any strategy but legacy), the revert is a
     server-side apply as `argocd-controller`, so the fields go back to Argo CD's ownership.
     The gitdrift commands it suggests repeat `context_flags` (--snapshot, --repo-root, ...), so
-    they see the same app the run saw. `instance_label`: the label Argo CD's tracking writes
-    (argocd-cm's application.instanceLabelKey), which git is not asked to adopt."""
+    they see the same app the run saw. `settings`: argocd-cm's tracking method and instance
+    label, whose tracking fields git is not asked to adopt (Argo CD's defaults when None)."""
     causes = causes or {}
+    settings = settings or model.Settings()
     rerun = _Rerun(app, tuple(context_flags))
     adoptable = _fitting(drifts, causes, "adoptable")
     revertable = _fitting(drifts, causes, "revertable")
@@ -99,7 +100,7 @@ def recommend(
             synced_away.append(drift)
             continue  # git moved and Argo CD wrote the live value: syncing is the fix
         out.append(
-            _adopt(app, drift, locate, read, rerun, instance_label)
+            _adopt(app, drift, locate, read, rerun, settings)
         )  # each diff against the commit: patch()
         # merges the diffs of one file, so two resources edited in one file apply together
     if out and locate is not None and read_source is not None:
@@ -269,10 +270,12 @@ def write_patch(
     drifts: Sequence[model.Drift],
     locate: Locator,
     read_source: SourceReader,
-    instance_label: str = "",
+    settings: model.Settings | None = None,
 ) -> tuple[str, list[str]]:
     """A unified diff (paths a/ b/ relative to the repo root) that adopts every live value git
-    can take literally, and a note for each change it could not adopt."""
+    can take literally, and a note for each change it could not adopt (a Secret's, and the
+    tracking fields a sync writes under `settings`, Argo CD's defaults when None)."""
+    settings = settings or model.Settings()
     edits: dict[str, list[policies.LineEdit]] = {}
     fields: dict[int, str] = {}  # id of an edit -> the field it adopts
     values_edits: helmfix.Edits = {}
@@ -285,7 +288,7 @@ def write_patch(
             if policies.is_secret(drift.key, change):
                 skipped.append(f"{field}: a Secret value; re-seal or re-encrypt it in git")
                 continue
-            if tracking.is_tracking_field(change.path, instance_label):
+            if tracking.is_tracking_field(change.path, settings):
                 skipped.append(f"{field}: {_tracking_written(change.path)}")
                 continue
             if change.op is model.Op.REMOVE:
@@ -350,7 +353,7 @@ def _adopt(
     locate: Locator | None,
     read_source: SourceReader | None,
     rerun: _Rerun,
-    instance_label: str,
+    settings: model.Settings,
 ) -> Remedy:
     steps: list[str] = []
     file = None
@@ -361,7 +364,7 @@ def _adopt(
         if secret or change.secret:
             steps.append(f"{field}: the Secret value differs; re-seal or re-encrypt it in git")
             continue
-        if tracking.is_tracking_field(change.path, instance_label):
+        if tracking.is_tracking_field(change.path, settings):
             steps.append(f"{field}: {_tracking_written(change.path)}")
             continue
         where = locate(drift, change) if locate is not None else None
@@ -399,7 +402,7 @@ def _adopt(
     skipped: list[str] = []
     if locate is not None and read_source is not None:
         diff, skipped = write_patch(
-            [drift], locate, read_source, instance_label
+            [drift], locate, read_source, settings
         )  # never a Secret's value
         if diff:
             snippet = diff

@@ -10,19 +10,20 @@ from typing import Any
 
 from kubectl_gitdrift import model
 
-TRACKING_ID = "argocd.argoproj.io/tracking-id"
-INSTALLATION_ID = "argocd.argoproj.io/installation-id"
+TRACKING_ID = model.TRACKING_ID
+INSTALLATION_ID = model.INSTALLATION_ID
 
 
-def is_tracking_field(path: model.FieldPath, instance_label_key: str = "") -> bool:
-    """A field Argo CD's resource tracking writes into every object it applies: the tracking-id
-    and installation-id annotations, and the instance label when tracking uses one. A sync sets
-    it, not git, so no rule blames a person for it and no adopt step edits git for it."""
+def is_tracking_field(path: model.FieldPath, settings: model.Settings) -> bool:
+    """A field Argo CD's resource tracking writes into every object it applies, under the
+    tracking method `settings` name (model.Settings.tracking_keys). A sync sets it, not git, so
+    no rule blames a person for it and no adopt step edits git for it."""
     if len(path) != 3 or path[0] != "metadata":
         return False
+    annotations, labels = settings.tracking_keys()
     if path[1] == "annotations":
-        return path[2] in (TRACKING_ID, INSTALLATION_ID)
-    return path[1] == "labels" and bool(instance_label_key) and path[2] == instance_label_key
+        return path[2] in annotations
+    return path[1] == "labels" and path[2] in labels
 
 
 # Kinds that are cluster-scoped, for when neither discovery nor a live object can tell.

@@ -295,12 +295,23 @@ def test_the_fields_tracking_writes_are_never_adopted_into_git() -> None:
     def read(rel: str) -> str:
         return "metadata:\n  labels:\n    app.kubernetes.io/instance: web\n"
 
-    patch, skipped = remedies.write_patch([drift], locate, read, "app.kubernetes.io/instance")
+    both = model.Settings(tracking_method=model.TrackingMethod.ANNOTATION_AND_LABEL)
+    patch, skipped = remedies.write_patch([drift], locate, read, both)
     assert patch == ""
     assert [s.split(": ", 1)[1] for s in skipped] == [
         "Argo CD's tracking annotation; a sync writes it, not git",
         "Argo CD's tracking label; a sync writes it, not git",
     ]
-    patch, skipped = remedies.write_patch([drift], locate, read)  # no instance label: git's own
-    assert len(skipped) == 1
-    assert "+    app.kubernetes.io/instance: other" in patch
+    # Argo CD's default, annotation tracking, writes no label: the label is git's own
+    for settings in (None, model.Settings()):
+        patch, skipped = remedies.write_patch([drift], locate, read, settings)
+        assert [s.split(": ", 1)[1] for s in skipped] == [
+            "Argo CD's tracking annotation; a sync writes it, not git"
+        ]
+        assert "+    app.kubernetes.io/instance: other" in patch
+    # tracking by label writes no tracking-id: the annotation is git's to adopt, the label not
+    label = model.Settings(tracking_method=model.TrackingMethod.LABEL)
+    patch, skipped = remedies.write_patch([drift], locate, read, label)
+    assert [s.split(": ", 1)[1] for s in skipped] == [
+        "Argo CD's tracking label; a sync writes it, not git"
+    ]

@@ -207,6 +207,35 @@ def test_cron_dom_dow_or() -> None:
     assert syncwindows.parse_cron("@hourly").matches(datetime(2026, 12, 8, 3, 0))
 
 
+@pytest.mark.parametrize(
+    ("method", "annotations", "label"),
+    [
+        (model.TrackingMethod.ANNOTATION, True, False),  # Argo CD's default writes no label
+        (model.TrackingMethod.ANNOTATION_AND_LABEL, True, True),
+        (model.TrackingMethod.LABEL, False, True),
+    ],
+)
+def test_tracking_fields_follow_the_tracking_method(
+    method: model.TrackingMethod, annotations: bool, label: bool
+) -> None:
+    """What a sync writes whatever git says, under each of argocd-cm's tracking methods, as
+    Argo CD's SetAppInstance writes it (and diagnose/tracking's prepare_desired)."""
+    settings = model.Settings(tracking_method=method, instance_label_key="team/app")
+    assert (
+        tracking.is_tracking_field(("metadata", "annotations", tracking.TRACKING_ID), settings)
+        is annotations
+    )
+    assert (
+        tracking.is_tracking_field(("metadata", "annotations", tracking.INSTALLATION_ID), settings)
+        is annotations
+    )
+    assert tracking.is_tracking_field(("metadata", "labels", "team/app"), settings) is label
+    assert not tracking.is_tracking_field(
+        ("metadata", "labels", "app.kubernetes.io/instance"), settings
+    )
+    assert not tracking.is_tracking_field(("spec", "labels", "team/app"), settings)
+
+
 def test_tracking_audit() -> None:
     app = _app()
     settings = model.Settings()

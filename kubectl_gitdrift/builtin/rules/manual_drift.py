@@ -42,7 +42,7 @@ def check(ctx: RuleContext) -> Iterator[Finding]:
                 continue  # git moved (git-ahead), or a fight (field-fight)
             if not moved and change.owner is None and (clue is None or clue.write is None):
                 continue  # git is ahead and nothing says a person wrote it: git-ahead covers it
-            if tracking.is_tracking_field(change.path, ctx.settings.instance_label_key):
+            if tracking.is_tracking_field(change.path, ctx.settings):
                 continue  # builtin/tracking explains the tracking-id or instance label
             field = model.display_path(change.path)
             evidence: dict[str, Any] = {
