@@ -26,6 +26,7 @@ from kubectl_gitdrift.diagnose import (
     ignore_unmatched,
     immutable,
     nondeterminism,
+    policies,
     server_filled,
     unserved,
 )
@@ -143,7 +144,8 @@ def _prune(
     if held:
         kept.extend(held)
         return
-    why = _kept_because(drift, policy, wipe_out, report.name)
+    app = report.application
+    why = _kept_because(drift, policy, wipe_out, policies.app_arg(app) if app else report.name)
     if why is None:
         out.append(model.SyncEffect(drift.key, "delete", secret=masking.is_secret(drift.key)))
         return

@@ -110,6 +110,21 @@ def test_a_missing_object_is_created_and_prune_off_keeps_an_extraneous_one(
     )
 
 
+def test_the_prune_hint_names_an_app_outside_argocd_by_namespace(
+    build_repo: BuildRepo, tmp_path: Path
+) -> None:
+    """An Application in another namespace (apps-in-any-namespace) is `ns/name` to the argocd
+    CLI, as every other command the report suggests names it."""
+    report = _report(build_repo, tmp_path, "diag-missing-extraneous")
+    assert report.application is not None
+    team = dataclasses.replace(report.application, namespace="team-a")
+    _, kept = sync_effects.effects(dataclasses.replace(report, application=team))
+    (stays,) = kept
+    assert stays.hint == (
+        "argocd app sync team-a/guestbook --prune, or set syncPolicy.automated.prune: true"
+    )
+
+
 def test_automated_prune_deletes_an_extraneous_object(
     build_repo: BuildRepo, tmp_path: Path
 ) -> None:
