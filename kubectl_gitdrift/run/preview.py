@@ -141,6 +141,7 @@ class _Run:
             api_versions=workflow.cluster_api_versions(
                 capture.api_resources if capture is not None else ()
             ),
+            repo_server=workflow.repo_server_of(state) if state is not None else None,
         )
         self.settings = (
             workflow.settings_of(state)

@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import copy
 import json
+import os
 import shutil
+import subprocess
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -85,6 +87,17 @@ def _args(server: KubeAPIServer, repo: Path, *extra: str) -> list[str]:
     ]
 
 
+def _commit(repo: Path, rel: str, old: str, new: str) -> None:
+    """One more commit on the repository's branch: `old` replaced by `new` in `rel`."""
+    path = repo / rel
+    path.write_text(path.read_text().replace(old, new, 1))
+    who = {"NAME": "Sam Platform", "EMAIL": "sam@example.com"}
+    env = {**os.environ, "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1"}
+    env.update({f"GIT_{role}_{k}": v for role in ("AUTHOR", "COMMITTER") for k, v in who.items()})
+    for argv in (["add", rel], ["commit", "-qm", f"edit {rel}"]):
+        subprocess.run(["git", "-C", str(repo), *argv], check=True, env=env, capture_output=True)
+
+
 def _gets(server: KubeAPIServer) -> list[str]:
     return [r.path for r in server.requests if r.verb == "get" and r.resource]
 
@@ -140,6 +153,13 @@ def test_the_image_chooses_helm_3_with_one_get(
     assert _app(replay)["notes"] == [
         n for n in _app(result)["notes"] if not n.startswith("controller permissions")
     ]
+    # a preview against the export renders with the helm the image names, as the replay does
+    _commit(repo, "charts/gateway/values.yaml", "replicaCount: 2\n", "replicaCount: 3\n")
+    preview = run_cli(["preview", "--base", "HEAD~1", "--head", "HEAD", "--repo-root", str(repo),
+                       "--snapshot", str(export), "--no-entry-points", "-o", "json"])  # fmt: skip
+    assert preview.exit_code == ExitCode.DRIFT, preview.stderr + preview.stdout
+    (app,) = json.loads(preview.stdout)["apps"]
+    assert (app["name"], app["action"], app["error"]) == ("istio-gateway", "changed", None)
 
 
 def test_an_export_without_renders_reads_the_image_for_a_chart_app(
