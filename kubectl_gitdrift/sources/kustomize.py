@@ -137,16 +137,17 @@ def build(
     own_helm = bool(helm and _local_helm_command(build_options))  # the build options' own
     key = None
     chosen: tools.HelmChoice | None = None
+    walked: Closure | None = None  # the walk the cache key needed, reused by the build
     if cache is not None and revision:
         parts: list[Any] | None = [
             "kustomize", revision, app_path, options or {}, env or {}, list(build_options),
             tools.kustomize_identity(), limit,
         ]  # fmt: skip
         if helm and not own_helm:  # the helm that inflates its helmCharts is in the render
-            charts = _helm_charts(tree, app_path)
-            if charts is None:
+            walked = _walk(tree, app_path)
+            if walked is None:
                 parts = None  # not walkable: the build below says why
-            elif charts:
+            elif walked.helm:
                 chosen = choose()
                 parts = [*(parts or ()), chosen.binary, tools.helm_version(chosen.binary or "")]
         key = cache.key(*parts) if parts is not None else None
@@ -170,7 +171,10 @@ def build(
         kustomization, options or {}, env=env or {}, kustomization_dir=kdir, name=rel_kfile
     )
     check_inside(tree, kdir)
-    closure = Closure.walk(tree, tree_rel(kdir, tree) if kdir != tree else ".")
+    start = tree_rel(kdir, tree) if kdir != tree else "."
+    if walked is None or (app_path.strip("/") or ".") != start:
+        walked = Closure.walk(tree, start)
+    closure = walked
     if closure.helm and not helm:
         # kustomize refuses before it downloads anything: say that first, not --offline
         raise SourceError(
@@ -240,11 +244,11 @@ def build(
     return manifests
 
 
-def _helm_charts(tree: Path, app_path: str) -> list[str] | None:
-    """The helmCharts the kustomization at `app_path` reaches (Closure.helm), for the cache
-    key; None when the walk fails (the build then fails with the reason)."""
+def _walk(tree: Path, app_path: str) -> Closure | None:
+    """The closure of the kustomization at `app_path`, whose helmCharts (Closure.helm) go into
+    the cache key; None when the walk fails (the build then fails with the reason)."""
     try:
-        return Closure.walk(tree, app_path.strip("/") or ".").helm
+        return Closure.walk(tree, app_path.strip("/") or ".")
     except (SourceError, OSError):
         return None
 
