@@ -289,15 +289,15 @@ class _Run:
             if isinstance(got, GitDriftError):
                 return dataclasses.replace(shell, error=f"{side.label}: {discover.line(got)}")
             rendered[side.label] = self._as_applied(got.manifests, found)
-        if not self._is_touched(pair):
-            rendered["head"] = rendered["base"]
-        from kubectl_gitdrift.compare import revisions
+        objects: tuple[model.ObjectChange, ...] = ()
+        if self._is_touched(pair):  # an untouched app renders the same on both sides
+            from kubectl_gitdrift.compare import revisions
 
-        objects = tuple(
-            revisions.edits(
-                rendered.get("base", ()), rendered.get("head", ()), settings=self.settings
+            objects = tuple(
+                revisions.edits(
+                    rendered.get("base", ()), rendered.get("head", ()), settings=self.settings
+                )
             )
-        )
         spec: tuple[model.Edit, ...] = ()
         if pair.base is not None and pair.head is not None and pair.spec_changed:
             spec = self._spec_edits(pair.base.body, pair.head.body)
