@@ -155,9 +155,6 @@ class Needs:
     scaled: tuple[model.ObjectKey, ...] = ()
     webhooks: bool = False
 
-    def __bool__(self) -> bool:
-        return bool(self.dated or self.scaled or self.webhooks)
-
 
 def needs(compared: Compared) -> Needs:
     """What the diagnosis of `compared`'s differences can read beyond the app's own objects
@@ -293,12 +290,12 @@ def diagnose(
     events = [*inputs.events, *index.events]
     extra = [m for m in context if m.key not in index.by_key]
     if extra:  # in the key order a live state keeps, as if they had been read with the rest
-        live = sorted([*live, *extra], key=lambda m: _key_order(m.key))
+        live = sorted([*live, *extra], key=lambda m: model.KEY_ORDER(m.key))
         grouped = {gk: list(found) for gk, found in kinds.items()}
         for manifest in extra:
             grouped.setdefault((manifest.key.group, manifest.key.kind), []).append(manifest)
         for group_kind in {(m.key.group, m.key.kind) for m in extra}:
-            grouped[group_kind].sort(key=lambda m: _key_order(m.key))
+            grouped[group_kind].sort(key=lambda m: model.KEY_ORDER(m.key))
         kinds = grouped
         events = [*inputs.events, *(m.body for m in _in_order(live, kinds, _is_event_kind))]
 
@@ -462,10 +459,6 @@ def _cached(locate: remedies.Locator | None) -> remedies.Locator | None:
 def _file(locate: remedies.Locator, drift: model.Drift, change: model.Change) -> str | None:
     found = locate(drift, change)
     return found.file if found is not None and found.file else None
-
-
-def _key_order(key: model.ObjectKey) -> tuple[str, str, str, str]:
-    return (key.group, key.kind, key.namespace, key.name)
 
 
 def _is_event_kind(group_kind: tuple[str, str]) -> bool:

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import operator
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -141,8 +140,8 @@ def from_documents(
             cm = doc
         objects[key] = model.Manifest(key, doc)
     return ClusterState(
-        tuple(objects[k] for k in sorted(objects, key=_KEY_ORDER)),
-        tuple(apps[k] for k in sorted(apps, key=_KEY_ORDER)),
+        tuple(objects[k] for k in sorted(objects, key=model.KEY_ORDER)),
+        tuple(apps[k] for k in sorted(apps, key=model.KEY_ORDER)),
         cm,
         source,
         tuple(sorted(set(unreadable))),
@@ -153,10 +152,6 @@ def from_documents(
 
 
 _CRD = "apiextensions.k8s.io/CustomResourceDefinition"
-
-_KEY_ORDER = operator.attrgetter("group", "kind", "namespace", "name")
-"""ObjectKey's own order (its fields in turn) as a tuple per key: sorting 10,000 keys with
-the dataclass `__lt__` took a tenth of a second."""
 
 
 def from_live(

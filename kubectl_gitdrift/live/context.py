@@ -10,13 +10,20 @@ differs, nothing is asked.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from kubectl_gitdrift import model
 from kubectl_gitdrift.live.discovery import Discovery
-from kubectl_gitdrift.live.listing import ListResult, Query, webhooks
+from kubectl_gitdrift.live.listing import (
+    CONTEXT_KINDS,
+    ListResult,
+    Query,
+    for_diagnosis,
+    webhooks,
+    webhooks_not_read,
+)
 from kubectl_gitdrift.live.transport import Config
 
 if TYPE_CHECKING:
@@ -24,8 +31,7 @@ if TYPE_CHECKING:
 
 __all__ = ["FollowUp", "queries"]
 
-EVENT = ("", "Event")
-HPA = ("autoscaling", "HorizontalPodAutoscaler")
+EVENT, HPA = CONTEXT_KINDS
 
 
 def queries(discovery: Discovery, needs: Needs) -> list[Query]:
@@ -54,36 +60,30 @@ def queries(discovery: Discovery, needs: Needs) -> list[Query]:
 @dataclass
 class FollowUp:
     """Reads what engine.Needs names, for one app at a time (ClusterState.follow_up): the
-    objects (their Manifests, in the state's key order) and notes about what could not be
-    read. `prepare` is applied to each object read (the webhook configurations lose their
-    caBundle there); the webhook configurations are read only if `webhooks` (some app Argo CD
-    reports other than Synced: a webhook's change to a field Argo CD applied shows there);
-    `asked` holds the LISTs sent, each once a run."""
+    objects (their Manifests, in the state's key order, as listing.for_diagnosis has them)
+    and notes about what could not be read. The webhook configurations are read only if
+    `webhooks` (some app Argo CD reports other than Synced: a webhook's change to a field Argo
+    CD applied shows there)."""
 
     config: Config
     version: Mapping[str, Any]
     discovery: Discovery
-    prepare: Callable[[model.Body], model.Body] = lambda body: body
     webhooks: bool = True  # False: never (no app has differences Argo CD reports)
-    asked: list[Query] = field(default_factory=list)
 
     def __call__(self, needs: Needs) -> tuple[list[model.Manifest], list[str]]:
         if not self.webhooks and needs.webhooks:
             needs = dataclasses.replace(needs, webhooks=False)
-        wanted = [q for q in queries(self.discovery, needs) if q not in self.asked]
+        wanted = queries(self.discovery, needs)
         if not wanted:
             return [], []
         from kubectl_gitdrift.live.cluster import Cluster
 
-        self.asked.extend(wanted)
         with Cluster(self.config, known=(dict(self.version), self.discovery)) as kc:
             results = kc.fetch(wanted)
-        return _taken(results, self.prepare)
+        return _taken(results)
 
 
-def _taken(
-    results: Sequence[ListResult], prepare: Callable[[model.Body], model.Body]
-) -> tuple[list[model.Manifest], list[str]]:
+def _taken(results: Sequence[ListResult]) -> tuple[list[model.Manifest], list[str]]:
     found: dict[model.ObjectKey, model.Manifest] = {}
     notes: list[str] = []
     for res in results:
@@ -91,10 +91,10 @@ def _taken(
             notes.append(_not_read(res))
             continue
         for item in res.items:
-            body = prepare(item)
+            body = for_diagnosis(item)
             key = model.ObjectKey.of(body)
             found.setdefault(key, model.Manifest(key, body))
-    order = sorted(found, key=lambda k: (k.group, k.kind, k.namespace, k.name))
+    order = sorted(found, key=model.KEY_ORDER)
     return [found[k] for k in order], notes
 
 
@@ -103,7 +103,4 @@ def _not_read(res: ListResult) -> str:
     if kind in (HPA, EVENT):  # as when they are listed up front (run/workflow.py's notes)
         whole = Query(res.query.kind, res.query.namespace).describe()  # the selector unsaid
         return f"not checked: {res.error.replace(res.query.describe(), whole, 1)}"
-    return (
-        f"mutating webhook configurations were not read ({res.error}): a webhook's change to a "
-        "field (admission-mutation) is named only from the audit log (--audit-log)"
-    )
+    return webhooks_not_read(res.error)

@@ -6,10 +6,11 @@ Planned from what the apps need; each gives its items or a one-line reason it co
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from kubectl_gitdrift import model
 from kubectl_gitdrift.live.discovery import Discovery, Kind
 from kubectl_gitdrift.live.transport import Transport, Unreadable, status_message
 
@@ -19,10 +20,12 @@ __all__ = [
     "WEBHOOK_KINDS",
     "ListResult",
     "Query",
+    "for_diagnosis",
     "in_namespaces",
     "list_all",
     "plan",
     "webhooks",
+    "webhooks_not_read",
 ]
 
 
@@ -174,6 +177,44 @@ RBAC_KINDS = (
 #: Kinds read only when a difference may be an admission webhook's (an app Argo CD reports
 #: OutOfSync): the cluster-scoped mutating webhook configurations (diagnose/admission.py).
 WEBHOOK_KINDS = (("admissionregistration.k8s.io", "MutatingWebhookConfiguration"),)
+
+
+LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
+
+
+def for_diagnosis(item: dict[str, Any]) -> dict[str, Any]:
+    """A listed context object as the diagnosis reads it: a webhook configuration
+    (WEBHOOK_KINDS) without its webhooks' caBundle (nor the last-applied-configuration that
+    repeats it), which nothing reads and nothing shows or writes to a snapshot; anything else
+    as listed."""
+    key = model.ObjectKey.of(item)
+    if (key.group, key.kind) not in WEBHOOK_KINDS:
+        return item
+    out = dict(item)
+    metadata = out.get("metadata")
+    if isinstance(metadata, Mapping) and isinstance(metadata.get("annotations"), Mapping):
+        annotations = {k: v for k, v in metadata["annotations"].items() if k != LAST_APPLIED}
+        out["metadata"] = {**metadata, "annotations": annotations}
+    hooks = out.get("webhooks")
+    if isinstance(hooks, list):
+        out["webhooks"] = [
+            {
+                **hook,
+                "clientConfig": {k: v for k, v in hook["clientConfig"].items() if k != "caBundle"},
+            }
+            if isinstance(hook, Mapping) and isinstance(hook.get("clientConfig"), Mapping)
+            else hook
+            for hook in hooks
+        ]
+    return out
+
+
+def webhooks_not_read(error: str) -> str:
+    """The note of a LIST of webhook configurations that failed (`error`: why)."""
+    return (
+        f"mutating webhook configurations were not read ({error}): a webhook's change to a "
+        "field (admission-mutation) is named only from the audit log (--audit-log)"
+    )
 
 
 def webhooks(discovery: Discovery) -> list[Query]:

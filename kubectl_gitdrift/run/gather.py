@@ -155,13 +155,9 @@ def _gather_live(
             if res.query not in context_only:
                 continue
             if res.error:  # e.g. 403: a note; the verdict and the drift are whole without them
-                notes.append(
-                    f"mutating webhook configurations were not read ({res.error}): a "
-                    "webhook's change to a field (admission-mutation) is named only from "
-                    "the audit log (--audit-log)"
-                )
+                notes.append(listing.webhooks_not_read(res.error))
             for item in res.items:
-                docs.setdefault(model.ObjectKey.of(item), _without_ca_bundles(item))
+                docs.setdefault(model.ObjectKey.of(item), listing.for_diagnosis(item))
         _take([r for r in results if r.query not in context_only], docs, unreadable, notes)
         answered = None
         if reviews is not None:
@@ -265,20 +261,7 @@ def _follow_up(config: Any, kc: Any, webhooks: bool) -> Any:
     configurations only if `webhooks`, as when they are listed up front."""
     from kubectl_gitdrift.live import context
 
-    return context.FollowUp(
-        config, kc.version, kc.discovery, prepare=_for_diagnosis, webhooks=webhooks
-    )
-
-
-def _for_diagnosis(item: model.Body) -> model.Body:
-    """A context object as the diagnosis reads it: a webhook configuration without its
-    caBundle, anything else as listed."""
-    from kubectl_gitdrift.live import listing
-
-    key = model.ObjectKey.of(item)
-    if (key.group, key.kind) in listing.WEBHOOK_KINDS:
-        return _without_ca_bundles(item)
-    return item
+    return context.FollowUp(config, kc.version, kc.discovery, webhooks=webhooks)
 
 
 def _out_of_sync(bodies: Sequence[model.Body]) -> bool:
@@ -292,32 +275,6 @@ def _out_of_sync(bodies: Sequence[model.Body]) -> bool:
         if any(isinstance(r, Mapping) and r.get("status") == "OutOfSync" for r in resources):
             return True
     return False
-
-
-def _without_ca_bundles(item: model.Body) -> model.Body:
-    """A webhook configuration read for diagnosis, without its webhooks' caBundle (nor the
-    last-applied-configuration that repeats it): nothing reads them, and they are never shown
-    or written to a snapshot."""
-    out = dict(item)
-    metadata = out.get("metadata")
-    if isinstance(metadata, Mapping) and isinstance(metadata.get("annotations"), Mapping):
-        annotations = {k: v for k, v in metadata["annotations"].items() if k != LAST_APPLIED}
-        out["metadata"] = {**metadata, "annotations": annotations}
-    hooks = out.get("webhooks")
-    if isinstance(hooks, list):
-        out["webhooks"] = [
-            {
-                **hook,
-                "clientConfig": {k: v for k, v in hook["clientConfig"].items() if k != "caBundle"},
-            }
-            if isinstance(hook, Mapping) and isinstance(hook.get("clientConfig"), Mapping)
-            else hook
-            for hook in hooks
-        ]
-    return out
-
-
-LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
 
 
 def _take(
