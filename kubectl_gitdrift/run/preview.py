@@ -26,7 +26,7 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kubectl_gitdrift import application, engine, hookcalls, model, plugins
 from kubectl_gitdrift.diagnose import rbac
@@ -42,8 +42,10 @@ from kubectl_gitdrift.sources import fetch as source_fetch
 from kubectl_gitdrift.sources import git as source_git
 from kubectl_gitdrift.sources import render as source_render
 
+if TYPE_CHECKING:
+    from kubectl_gitdrift.appsets.inputs import Cluster
+
 WORK_TREE = "work tree"
-_CLUSTER_SECRET = ("argocd.argoproj.io/secret-type", "cluster")
 
 
 def run(request: Request, progress: workflow.Progress) -> model.Preview:
@@ -151,6 +153,7 @@ class _Run:
         self.workers = max(1, knobs.workers())
         self._count = itertools.count(1)
         self._lock = threading.Lock()
+        self._clusters: list[Cluster] | None = None  # the ApplicationSets' cluster generators
         self._renders: dict[tuple[str, str], source_render.Rendered | GitDriftError] = {}
         self._inputs: dict[tuple[str, str], touched.Inputs | None] = {}
         self._paths: dict[frozenset[str], touched.Paths] = {}
@@ -467,18 +470,14 @@ class _Run:
             co = self.fetched.checkout(_generator_app(repo_url), source, revision or "HEAD", True)
             return co.top, co.sha
 
-        secrets = [
-            m.body
-            for m in (self.state.objects if self.state is not None else ())
-            if m.key.kind == "Secret"
-            and (m.body.get("metadata") or {}).get("labels", {}).get(_CLUSTER_SECRET[0])
-            == _CLUSTER_SECRET[1]
-        ]
+        if self._clusters is None:  # the same cluster Secrets for both sides: read once
+            secrets = (m.body for m in self.state.objects) if self.state is not None else ()
+            self._clusters = run_inputs.clusters(
+                secrets, namespace=self.settings.controller_namespace
+            )
         inputs = appset_inputs.Inputs(
             repo=run_inputs.GitRepo(resolve),
-            clusters=run_inputs.clusters(
-                secrets, namespace=self.settings.controller_namespace if secrets else None
-            ),
+            clusters=self._clusters,
             offline=self.request.git.offline,
             allow_plugins=self.request.git.allow_plugins,
         )

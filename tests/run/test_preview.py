@@ -381,6 +381,30 @@ def test_with_a_snapshot_head_is_compared_with_live(repo: Repo, tmp_path: Path) 
     assert ("set", ("data", "x"), "1", "2") in sets
 
 
+def test_a_snapshot_secret_without_labels_is_no_cluster(repo: Repo, tmp_path: Path) -> None:
+    """A clusters generator reads the snapshot's cluster Secrets; a Secret whose labels are null
+    (as `kubectl get -o yaml` may write them) is simply not one."""
+    appset = f"""\
+apiVersion: argoproj.io/v1alpha1
+kind: ApplicationSet
+metadata: {{name: everywhere, namespace: argocd}}
+spec:
+  generators: [{{clusters: {{}}}}]
+  template:
+    metadata: {{name: "a-{{{{name}}}}"}}
+    spec:
+      project: default
+      destination: {{server: "{{{{server}}}}", namespace: a}}
+      source: {{repoURL: {URL}, targetRevision: main, path: a}}
+"""
+    base = repo.commit({"a/cm.yaml": configmap("a", x="1"), "appset.yaml": appset})
+    head = repo.commit({"a/cm.yaml": configmap("a", x="2")})
+    plain = {"apiVersion": "v1", "kind": "Secret",
+             "metadata": {"name": "tls", "namespace": "argocd", "labels": None}}  # fmt: skip
+    result = run(repo, base, head, snapshot=write_list(tmp_path / "live.yaml", plain))
+    assert [(a.name, a.action) for a in result.apps] == [("argocd/a-in-cluster", Action.CHANGED)]
+
+
 def test_live_defined_apps_of_this_repository_count(repo: Repo, tmp_path: Path) -> None:
     base = repo.commit({"a/cm.yaml": configmap("a", x="1")})
     head = repo.commit({"a/cm.yaml": configmap("a", x="2")})
