@@ -183,12 +183,19 @@ def _git_refs(root: str) -> list[str]:
     if git is None:
         return []
     argv = [git, "-C", str(Path(root).expanduser()), "for-each-ref", "--format=%(refname:short)"]
+    lines = _output_lines([*argv, "refs/heads", "refs/remotes", "refs/tags"], _KUBECTL_TIMEOUT)
+    return sorted(set(lines))
+
+
+def _output_lines(argv: list[str], timeout: float) -> list[str]:
+    """The non-blank lines `argv` prints, stripped; none when it cannot run, times out or
+    fails (a candidate list is best effort)."""
     try:
         result = subprocess.run(
-            [*argv, "refs/heads", "refs/remotes", "refs/tags"],
+            argv,
             capture_output=True,
             text=True,
-            timeout=_KUBECTL_TIMEOUT,
+            timeout=timeout,
             check=False,
             stdin=subprocess.DEVNULL,
         )
@@ -196,7 +203,7 @@ def _git_refs(root: str) -> list[str]:
         return []
     if result.returncode != 0:
         return []
-    return sorted({line.strip() for line in result.stdout.splitlines() if line.strip()})
+    return [line.strip() for line in result.stdout.splitlines() if line.strip()]
 
 
 def _flag_value(prior: Sequence[str], *flags: str) -> str | None:
@@ -244,20 +251,7 @@ def _kubectl(prior: Sequence[str], command: list[str], *, context: bool) -> list
     ctx = _flag_value(prior, "--context")
     if context and ctx:
         argv.append(f"--context={ctx}")
-    try:
-        result = subprocess.run(
-            argv,
-            capture_output=True,
-            text=True,
-            timeout=_KUBECTL_TIMEOUT + 1,
-            check=False,
-            stdin=subprocess.DEVNULL,
-        )
-    except (OSError, subprocess.TimeoutExpired):
-        return []
-    if result.returncode != 0:
-        return []
-    return sorted(line.strip() for line in result.stdout.splitlines() if line.strip())
+    return sorted(_output_lines(argv, _KUBECTL_TIMEOUT + 1))
 
 
 def format_candidates(candidates: Candidates) -> str:
