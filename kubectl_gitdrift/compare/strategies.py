@@ -49,6 +49,23 @@ class Choice:
         return self.strategy is not model.DiffStrategy.LEGACY
 
 
+def sync_options(body: Mapping[str, Any] | None) -> str:
+    """An object's own `argocd.argoproj.io/sync-options` annotation ("" when it has none)."""
+    value = _sync_options_value(body)
+    return value if isinstance(value, str) else ""
+
+
+def resource_option(body: Mapping[str, Any] | None, option: str) -> bool:
+    """`option` is one of the object's own sync-options (Argo CD's HasAnnotationOption)."""
+    return has_option(_sync_options_value(body), option)
+
+
+def _sync_options_value(body: Mapping[str, Any] | None) -> Any:
+    metadata = (body or {}).get("metadata")
+    annotations = metadata.get("annotations") if isinstance(metadata, Mapping) else None
+    return annotations.get(SYNC_OPTIONS) if isinstance(annotations, Mapping) else None
+
+
 def has_option(value: Any, option: str) -> bool:
     """`option` is one of the comma-separated items of an annotation value or option list."""
     if isinstance(value, str):
@@ -93,11 +110,7 @@ def for_resource(choice: Choice, desired: Mapping[str, Any] | None) -> Choice:
     structured-merge when its git manifest says `sync-options: ServerSideApply=true`."""
     if choice.strategy is not model.DiffStrategy.LEGACY or desired is None:
         return choice
-    metadata = desired.get("metadata")
-    annotations = metadata.get("annotations") if isinstance(metadata, Mapping) else None
-    if isinstance(annotations, Mapping) and has_option(
-        annotations.get(SYNC_OPTIONS), "ServerSideApply=true"
-    ):
+    if resource_option(desired, "ServerSideApply=true"):
         return Choice(
             model.DiffStrategy.STRUCTURED_MERGE, "sync-options annotation ServerSideApply=true"
         )
@@ -113,4 +126,6 @@ __all__ = [
     "choose",
     "for_resource",
     "has_option",
+    "resource_option",
+    "sync_options",
 ]

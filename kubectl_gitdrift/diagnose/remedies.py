@@ -485,11 +485,7 @@ def _revert(
 
 def _applied_server_side(drift: model.Drift) -> bool:
     """Git asks for this resource to be synced with server-side apply (its own sync-options)."""
-    metadata = (drift.desired or {}).get("metadata") or {}
-    annotations = metadata.get("annotations") if isinstance(metadata, Mapping) else None
-    if not isinstance(annotations, Mapping):
-        return False
-    return compare.has_option(annotations.get(compare.SYNC_OPTIONS), "ServerSideApply=true")
+    return compare.resource_option(drift.desired, "ServerSideApply=true")
 
 
 def _kubectl_revert(drift: model.Drift) -> list[str]:

@@ -13,7 +13,7 @@ controller is forbidden to do: the finding says why.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -167,7 +167,7 @@ def _prune(
                 evidence={
                     "prune": policy.automated and policy.prune,
                     "automated": policy.automated,
-                    "syncOptions": _sync_options(drift.live),
+                    "syncOptions": strategies.sync_options(drift.live),
                 },
                 hint=hint,
                 rule=listed.rule if listed is not None else "",
@@ -181,7 +181,7 @@ def _kept_because(
     drift: model.Drift, policy: model.SyncPolicy, wipe_out: bool, app: str
 ) -> tuple[str, str] | None:
     """Why a sync of head does not delete this Extraneous object (reason, hint), or None."""
-    options = _sync_options(drift.live)
+    options = strategies.sync_options(drift.live)
     if strategies.has_option(options, "Prune=false"):
         return (
             "it is annotated argocd.argoproj.io/sync-options: Prune=false, so no sync prunes it",
@@ -223,13 +223,6 @@ def _refuses_wipe_out(drifts: Sequence[model.Drift], policy: model.SyncPolicy) -
     return all(d.status is model.ResourceStatus.EXTRANEOUS for d in drifts)
 
 
-def _sync_options(live: model.Body | None) -> str:
-    metadata = (live or {}).get("metadata")
-    annotations = metadata.get("annotations") if isinstance(metadata, Mapping) else None
-    value = annotations.get(strategies.SYNC_OPTIONS) if isinstance(annotations, Mapping) else None
-    return value if isinstance(value, str) else ""
-
-
 # --------------------------------------------------------------------------- fields
 
 
@@ -266,7 +259,7 @@ def _ignored(drift: model.Drift, policy: model.SyncPolicy, out: list[model.SyncE
 def _respects_ignores(drift: model.Drift, policy: model.SyncPolicy) -> bool:
     if policy.has_option("RespectIgnoreDifferences=true"):
         return True
-    return strategies.has_option(_sync_options(drift.desired), "RespectIgnoreDifferences=true")
+    return strategies.resource_option(drift.desired, "RespectIgnoreDifferences=true")
 
 
 def _effect(

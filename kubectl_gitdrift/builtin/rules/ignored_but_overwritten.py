@@ -7,7 +7,7 @@ from typing import Any
 
 from kubectl_gitdrift import model
 from kubectl_gitdrift.builtin.rules._common import brief, owner_evidence
-from kubectl_gitdrift.compare import changes
+from kubectl_gitdrift.compare import changes, strategies
 from kubectl_gitdrift.diagnose import attribution
 from kubectl_gitdrift.hookspecs import RuleContext
 from kubectl_gitdrift.model import Finding, ResourceStatus, Severity
@@ -78,7 +78,5 @@ def check(ctx: RuleContext) -> Iterator[Finding]:
 def _respects_ignores(ctx: RuleContext, drift: model.Drift) -> bool:
     if ctx.app.sync_policy.has_option("RespectIgnoreDifferences=true"):
         return True
-    annotations = ((drift.desired or {}).get("metadata") or {}).get("annotations") or {}
-    return "RespectIgnoreDifferences=true" in str(
-        annotations.get("argocd.argoproj.io/sync-options", "")
-    )
+    # one of the comma-separated options, as Argo CD's HasAnnotationOption reads them
+    return strategies.resource_option(drift.desired, "RespectIgnoreDifferences=true")
