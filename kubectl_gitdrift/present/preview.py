@@ -166,7 +166,7 @@ def effect_text(effect: model.SyncEffect, code: Callable[[str], str] = str) -> s
     `code` marks names and values (markdown's backticks; plain text leaves them)."""
     where = code(effect.key.display())
     path = model.display_path(effect.path or ())
-    field = model.display_path(effect.path or ()) or "(object)"
+    field = path or "(object)"
     guard = _Guard()
     live = compact(guard.value(field, effect.live, effect.secret))
     head = compact(guard.value(field, effect.head, effect.secret))

@@ -98,7 +98,7 @@ def inputs(app: model.Application, tree: Path, ours: Callable[[str], bool]) -> I
     files: set[str] = set()
     refs = {s.ref: s for s in app.sources if s.ref}
     for source in app.sources:
-        if not ours(source.repo_url) or (source.ref and not source.path) or not source.path:
+        if not ours(source.repo_url) or not source.path:  # a ref-only source has no path
             if source.chart and not source.path:
                 _helm_values(app, source, None, tree, refs, ours, files, trees)
             continue
