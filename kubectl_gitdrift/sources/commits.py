@@ -11,9 +11,8 @@ so the same work tree on the same HEAD is the same commit, and its renders are c
 from __future__ import annotations
 
 import shutil
-import subprocess
 import tempfile
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable
 from pathlib import Path
 
 from kubectl_gitdrift.errors import SourceError
@@ -41,7 +40,8 @@ def read_blobs(top: Path, ids: Iterable[str]) -> dict[str, bytes]:
     wanted = list(dict.fromkeys(ids))
     if not wanted:
         return {}
-    proc = _run(top, ["cat-file", "--batch"], stdin=b"".join(i.encode() + b"\n" for i in wanted))
+    batch = b"".join(i.encode() + b"\n" for i in wanted)
+    proc = git.run_git(top, "cat-file", "--batch", input=batch)
     data, out, at = proc.stdout, {}, 0
     for obj in wanted:
         end = data.index(b"\n", at)
@@ -101,8 +101,8 @@ def work_tree_commit(top: Path) -> str:
         if user_index.is_file():
             shutil.copyfile(user_index, temp)  # its stat data: `add -A` hashes changed files only
         env = {"GIT_INDEX_FILE": str(temp)}
-        _run(top, ["add", "-A", "--", "."], env=env)
-        tree = _run(top, ["write-tree"], env=env).stdout.decode("ascii").strip()
+        git.run_git(top, "add", "-A", "--", ".", env=env)
+        tree = git.run_git(top, "write-tree", env=env).stdout.decode("ascii").strip()
     if parent and git.tree_id(top, parent) == tree:
         return parent
     date = "0 +0000"
@@ -116,35 +116,5 @@ def work_tree_commit(top: Path) -> str:
         "GIT_COMMITTER_NAME": name, "GIT_COMMITTER_EMAIL": email, "GIT_COMMITTER_DATE": date,
     }  # fmt: skip
     args = ["commit-tree", "--no-gpg-sign", tree, *(["-p", parent] if parent else [])]
-    proc = _run(top, args, env=ident, stdin=b"work tree (kubectl gitdrift preview)\n")
+    proc = git.run_git(top, *args, env=ident, input=b"work tree (kubectl gitdrift preview)\n")
     return proc.stdout.decode("ascii").strip()
-
-
-def _run(
-    top: Path,
-    args: Sequence[str],
-    *,
-    env: Mapping[str, str] | None = None,
-    stdin: bytes = b"",
-) -> subprocess.CompletedProcess[bytes]:
-    """git with sources/git.py's safe environment, plus `env` (an index of our own, a fixed
-    identity), and `stdin`; a failure is a SourceError naming the command."""
-    cmd = ["git", "-C", str(top), "-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false",
-           "-c", "user.useConfigOnly=false", "--no-pager", *args]  # fmt: skip
-    try:
-        proc = subprocess.run(
-            cmd,
-            input=stdin,
-            capture_output=True,
-            env={**git.git_env(), **(env or {})},
-            timeout=git.GIT_TIMEOUT,
-            check=False,
-        )
-    except FileNotFoundError:
-        raise SourceError("git is not installed (needed to read --repo-root)") from None
-    except subprocess.TimeoutExpired:
-        raise SourceError(f"git {args[0]} in {top} timed out after {git.GIT_TIMEOUT:g}s") from None
-    if proc.returncode != 0:
-        lines = [ln for ln in proc.stderr.decode("utf-8", "replace").splitlines() if ln.strip()]
-        raise SourceError(f"git {args[0]} in {top} failed: {lines[-1] if lines else 'no output'}")
-    return proc

@@ -13,6 +13,7 @@ import re
 import stat
 import subprocess
 import tempfile
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import IO
@@ -45,10 +46,15 @@ class CommitInfo:
 
 
 def run_git(
-    repo_root: Path, *args: str, timeout: float = GIT_TIMEOUT, check: bool = True
+    repo_root: Path,
+    *args: str,
+    timeout: float = GIT_TIMEOUT,
+    check: bool = True,
+    env: Mapping[str, str] | None = None,
+    input: bytes | None = None,
 ) -> subprocess.CompletedProcess[bytes]:
-    """Run `git -C repo_root args…` safely; a failure (when `check`) is a SourceError."""
-    env = git_env()
+    """Run `git -C repo_root args…` safely, with `env` over git_env() (an index of the caller's
+    own, an identity) and `input` on its stdin; a failure (when `check`) is a SourceError."""
     cmd = [
         "git",
         "-C",
@@ -65,10 +71,11 @@ def run_git(
         proc = subprocess.run(
             cmd,
             capture_output=True,
-            env=env,
+            env={**git_env(), **(env or {})},
             timeout=timeout,
             check=False,
-            stdin=subprocess.DEVNULL,
+            input=input,
+            stdin=subprocess.DEVNULL if input is None else None,
         )
     except FileNotFoundError:
         raise SourceError(

@@ -197,6 +197,23 @@ def test_the_work_tree_is_previewed_without_touching_index_refs_or_files(repo: R
     assert again.head == result.head  # the same work tree is the same commit (cached renders)
 
 
+def test_the_work_tree_commit_needs_no_identity_of_the_user(
+    repo: Repo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A user whose git config says user.useConfigOnly and names nobody still previews the work
+    tree: its commit has an identity of its own."""
+    base = repo.commit({"a/cm.yaml": configmap("a", x="1"), "apps/a.yaml": app_yaml("a", "a")})
+    repo.write({"a/cm.yaml": configmap("a", x="2")})
+    config = tmp_path / "gitconfig"
+    config.write_text("[user]\n\tuseConfigOnly = true\n")
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(config))
+    for name in ("NAME", "EMAIL"):
+        for role in ("AUTHOR", "COMMITTER"):
+            monkeypatch.delenv(f"GIT_{role}_{name}", raising=False)
+    (app,) = run(repo, base, None).apps
+    assert [(o.key.name, o.action) for o in app.objects] == [("a", Action.CHANGED)]
+
+
 def test_the_default_base_is_the_merge_base_with_the_default_branch(repo: Repo) -> None:
     fork = repo.commit({"a/cm.yaml": configmap("a", x="1"), "apps/a.yaml": app_yaml("a", "a")})
     repo.git("checkout", "-q", "-b", "feature")
