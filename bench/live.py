@@ -26,9 +26,10 @@ the medians are compared as ratios:
 - with ``--json-libs DIR`` (a ``pip install --target DIR orjson msgspec``), json.loads against
   orjson and msgspec on the two LIST responses' bodies, in process.
 
-click and rich are hidden from every Python child (DEV_ONLY): the dist has neither, and with them
-`import httpx` also imports httpx's command line; ``--dev-venv`` keeps them. Numbers go to stdout
-and to ``--out`` (default bench/out/live.json). Results: BENCHMARKS.md, issue 18's section.
+click, rich and wcwidth are hidden from every Python child (DEV_ONLY): the dist has none of them,
+and with them `import httpx` also imports httpx's command line; ``--dev-venv`` keeps them.
+Numbers go to stdout and to ``--out`` (default bench/out/live.json). Results: BENCHMARKS.md,
+issue 18's section.
 """
 
 from __future__ import annotations
@@ -169,10 +170,11 @@ def build(work: Path) -> tuple[Path, list[dict[str, Any]]]:
     return repo, [generate.argocd_cm(), app, *live_objs]
 
 
-DEV_ONLY = ("click", "rich")
-"""Installed in the dev venv by import-linter, not in the dist (dist.lock): with them present,
-`import httpx` also imports httpx's command line (click, rich, pygments), ~0.09 s CPU that
-neither gitdrift nor a user's install pays."""
+DEV_ONLY = ("click", "rich", "wcwidth")
+"""Installed in the dev venv (by import-linter; wcwidth by pyte), not in the dist (dist.lock):
+with click and rich present, `import httpx` also imports httpx's command line (click, rich,
+pygments), ~0.09 s CPU; with wcwidth, `import tabulate` imports it too (~0.02 s). Neither
+gitdrift nor a user's install pays them."""
 
 
 def hide_dev_only(where: Path) -> Path:
