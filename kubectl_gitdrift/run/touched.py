@@ -100,7 +100,8 @@ def inputs(app: model.Application, tree: Path, ours: Callable[[str], bool]) -> I
     for source in app.sources:
         if not ours(source.repo_url) or not source.path:  # a ref-only source has no path
             if source.chart and not source.path:
-                _helm_values(app, source, None, tree, refs, ours, files, trees)
+                helm = source_render.source_options(source).get("helm") or {}
+                _helm_values(app, source, helm, None, tree, refs, ours, files, trees)
             continue
         try:
             path = source_render._clean_path(source.path)
@@ -119,7 +120,8 @@ def inputs(app: model.Application, tree: Path, ours: Callable[[str], bool]) -> I
         elif kind == "helm":
             trees.add(path)
             _chart_dependencies(tree, path, trees)
-            _helm_values(app, source, path, tree, refs, ours, files, trees)
+            helm = blocks.get("helm") or {}
+            _helm_values(app, source, helm, path, tree, refs, ours, files, trees)
         elif kind == "directory":
             options = blocks.get("directory") or {}
             (trees if options.get("recurse") else flat).add(path)
@@ -149,6 +151,7 @@ def _definition(body: Mapping[str, Any]) -> tuple[Any, dict[str, Any]]:
 def _helm_values(
     app: model.Application,
     source: model.AppSource,
+    options: Mapping[str, Any],
     path: str | None,
     tree: Path,
     refs: Mapping[str, model.AppSource],
@@ -158,8 +161,7 @@ def _helm_values(
 ) -> None:
     """Value files: relative to the chart (`path`), absolute ones to the repository root,
     `$ref/…` to the ref source's repository (when it is this one); a glob counts by the
-    directory before its first wildcard."""
-    options = source_render.source_options(source).get("helm") or {}
+    directory before its first wildcard. `options`: the source's helm block."""
     env = build_env(app, source, "")
     for raw in (str(v) for v in options.get("valueFiles") or []):
         head, _, rest = raw.partition("/")
