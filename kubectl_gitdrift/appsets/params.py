@@ -58,14 +58,7 @@ def flatten(params: Mapping[str, Any]) -> dict[str, str]:
     return out
 
 
-def flatten_raw(params: Mapping[str, Any]) -> dict[str, Any]:
-    """`flatten` keeping the leaves as they are (the git files generator prints them itself)."""
-    out: dict[str, Any] = {}
-    _flatten_into(out, params, "", printed=False)
-    return out
-
-
-def _flatten_into(out: dict[str, Any], nested: Any, prefix: str, *, printed: bool = True) -> None:
+def _flatten_into(out: dict[str, str], nested: Any, prefix: str) -> None:
     items = (
         nested.items()
         if isinstance(nested, Mapping)
@@ -74,9 +67,9 @@ def _flatten_into(out: dict[str, Any], nested: Any, prefix: str, *, printed: boo
     for key, value in items:
         name = f"{prefix}.{key}" if prefix else str(key)
         if isinstance(value, Mapping | list):
-            _flatten_into(out, value, name, printed=printed)
+            _flatten_into(out, value, name)
         else:
-            out[name] = go_str(value) if printed else value
+            out[name] = go_str(value)
 
 
 def override(dst: Mapping[str, Any], src: Mapping[str, Any]) -> dict[str, Any]:
