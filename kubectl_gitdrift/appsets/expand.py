@@ -99,16 +99,16 @@ def _application(
     if not isinstance(raw_meta, Mapping):
         raise AppSetError(f"{result.where}: template.metadata: a mapping expected")
     app: dict[str, Any] = {
-        "metadata": {k: copy.deepcopy(raw_meta[k]) for k in _META_FIELDS if raw_meta.get(k)},
-        "spec": copy.deepcopy(template.get("spec") or {}),
+        "metadata": {k: raw_meta[k] for k in _META_FIELDS if raw_meta.get(k)},
+        "spec": template.get("spec") or {},
     }
     if not found:
-        return app
+        return copy.deepcopy(app)
 
     def replace(text: str) -> str:
         return ctx.replace(text, found)
 
-    app = _render(app, replace, result.where, "template")
+    app = _render(app, replace, result.where, "template")  # every dict and list made anew
     if not app["metadata"].get("finalizers") and not preserve:
         app["metadata"]["finalizers"] = [RESOURCES_FINALIZER]
     return app

@@ -24,7 +24,7 @@ from kubectl_gitdrift.appsets.inputs import AppSetError
 
 START = "{{"
 END = "}}"
-_TEMPLATED = re.compile(r".*\{\{.*\}\}.*")  # Go's regexp: `.` stops at a newline, as re's does
+_TEMPLATED = re.compile(r"\{\{.*\}\}")  # Go's regexp: `.` stops at a newline, as re's does
 
 
 def is_templated(text: str) -> bool:

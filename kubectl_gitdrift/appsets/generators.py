@@ -401,7 +401,7 @@ def _clusters(spec: Mapping[str, Any], ctx: Context, at: str, depth: int) -> lis
     flat = spec.get("flatList", False)
     by_name: dict[str, Cluster] = {}
     for cluster in ctx.inputs.clusters:
-        if not cluster.default and selector.matches(cluster.labels):
+        if selector.matches(cluster.labels):
             by_name[cluster.name] = cluster
     found = [_with_values(_cluster_params(c, ctx), values, ctx, at) for c in by_name.values()]
     if not local_ignored and not any(c.server == IN_CLUSTER_SERVER for c in by_name.values()):

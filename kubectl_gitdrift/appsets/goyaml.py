@@ -31,6 +31,8 @@ from kubectl_gitdrift.appsets.govalues import (
     kind_name,
     type_name,
 )
+from kubectl_gitdrift.appsets.inputs import AppSetError
+from kubectl_gitdrift.yamlio import load_any
 
 __all__ = ["from_yaml", "go_json", "json_floats", "to_yaml"]
 
@@ -193,9 +195,6 @@ def _string_keys(v: Any) -> Any:
 
 def from_yaml(s: str, want: type) -> Any:
     """fromYaml (want dict) and fromYamlArray (want list): the first document."""
-    from kubectl_gitdrift.appsets.inputs import AppSetError
-    from kubectl_gitdrift.yamlio import load_any
-
     try:
         docs = load_any(s, "fromYaml", error=AppSetError)
     except AppSetError as err:

@@ -30,15 +30,14 @@ class Repo(Protocol):
 @dataclass(frozen=True, slots=True)
 class Cluster:
     """One cluster Argo CD knows: from a Secret labelled argocd.argoproj.io/secret-type=cluster
-    (its name, labels and annotations, and the server and name it declares: never its config),
-    or the in-cluster default (`in-cluster`, https://kubernetes.default.svc)."""
+    (its name, labels and annotations, and the server and name it declares: never its config).
+    The in-cluster default, which no Secret declares, is the cluster generator's to add."""
 
     name: str
     server: str
     labels: Mapping[str, str] = field(default_factory=dict)
     annotations: Mapping[str, str] = field(default_factory=dict)
     project: str = ""
-    default: bool = False  # Argo CD's in-cluster default, which no Secret declares
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,11 +16,11 @@ merged the ways mergo merges them, names normalized.
 from __future__ import annotations
 
 import copy
-import math
 import re
 from collections.abc import Mapping
-from decimal import Decimal
 from typing import Any
+
+from kubectl_gitdrift.appsets import govalues
 
 _INVALID_DNS = re.compile(r"[^-a-z0-9.]")
 _RAW = frozenset({"valuesObject"})  # runtime.RawExtension in Go: merged as one value
@@ -42,42 +42,13 @@ def go_str(value: Any) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, int | float):
-        return go_float(float(value))
+        return govalues.format_float(float(value))
     if isinstance(value, Mapping):
         items = " ".join(f"{k}:{go_str(value[k])}" for k in sorted(value, key=str))
         return f"map[{items}]"
     if isinstance(value, list | tuple):
         return "[" + " ".join(go_str(v) for v in value) + "]"
     return str(value)
-
-
-def go_float(value: float) -> str:
-    """A float64 as `%v` prints it: `%g` with the fewest digits that read back the same, the
-    exponent form from 1e+06 up and below 1e-04."""
-    if math.isnan(value):
-        return "NaN"
-    if math.isinf(value):
-        return "+Inf" if value > 0 else "-Inf"
-    if value == 0:
-        return "-0" if math.copysign(1.0, value) < 0 else "0"
-    sign, digit_tuple, exponent = Decimal(repr(value)).as_tuple()
-    assert isinstance(exponent, int)
-    digits = "".join(map(str, digit_tuple))
-    point = len(digits) + exponent  # value = 0.digits x 10**point
-    digits = digits.rstrip("0")
-    stripped = digits.lstrip("0")
-    point -= len(digits) - len(stripped)
-    digits = stripped
-    neg = "-" if sign else ""
-    exp = point - 1
-    if exp < -4 or exp >= 6:
-        mantissa = digits[0] + ("." + digits[1:] if len(digits) > 1 else "")
-        return f"{neg}{mantissa}e{'-' if exp < 0 else '+'}{abs(exp):02d}"
-    if point <= 0:
-        return f"{neg}0.{'0' * -point}{digits}"
-    if point >= len(digits):
-        return neg + digits + "0" * (point - len(digits))
-    return f"{neg}{digits[:point]}.{digits[point:]}"
 
 
 def flatten(params: Mapping[str, Any]) -> dict[str, str]:
@@ -87,14 +58,7 @@ def flatten(params: Mapping[str, Any]) -> dict[str, str]:
     return out
 
 
-def flatten_raw(params: Mapping[str, Any]) -> dict[str, Any]:
-    """`flatten` keeping the leaves as they are (the git files generator prints them itself)."""
-    out: dict[str, Any] = {}
-    _flatten_into(out, params, "", printed=False)
-    return out
-
-
-def _flatten_into(out: dict[str, Any], nested: Any, prefix: str, *, printed: bool = True) -> None:
+def _flatten_into(out: dict[str, str], nested: Any, prefix: str) -> None:
     items = (
         nested.items()
         if isinstance(nested, Mapping)
@@ -103,9 +67,9 @@ def _flatten_into(out: dict[str, Any], nested: Any, prefix: str, *, printed: boo
     for key, value in items:
         name = f"{prefix}.{key}" if prefix else str(key)
         if isinstance(value, Mapping | list):
-            _flatten_into(out, value, name, printed=printed)
+            _flatten_into(out, value, name)
         else:
-            out[name] = go_str(value) if printed else value
+            out[name] = go_str(value)
 
 
 def override(dst: Mapping[str, Any], src: Mapping[str, Any]) -> dict[str, Any]:

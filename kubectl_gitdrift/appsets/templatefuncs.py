@@ -50,6 +50,7 @@ from kubectl_gitdrift.appsets.govalues import (
     to_int64,
     type_name,
 )
+from kubectl_gitdrift.appsets.params import sanitize_name
 
 __all__ = ["FUNCS", "REMOVED", "UNSUPPORTED", "unknown"]
 
@@ -694,12 +695,6 @@ _add(
 
 def _random(alphabet: str, n: int) -> str:
     return "".join(secrets.choice(alphabet) for _ in range(max(n, 0)))
-
-
-def sanitize_name(name: str) -> str:
-    """Argo CD's SanitizeName (`normalize`): a DNS-1123 subdomain-ish name."""
-    name = re.sub(r"[^-a-z0-9.]", "-", name.lower())[:253]
-    return name.strip("-.")
 
 
 @_def("slugify", "...any")

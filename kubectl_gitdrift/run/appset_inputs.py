@@ -12,8 +12,8 @@ choice, given as `resolve(repo_url, revision) -> (git directory, commit sha)`.
 `argocd.argoproj.io/secret-type: cluster`: its labels and annotations (but
 last-applied-configuration, which holds the Secret's data), and `name`, `server`, `project` from
 `data` (base64) or `stringData` (which the API server would write over `data`), never `config`.
-Argo CD's in-cluster default (`in-cluster`, https://kubernetes.default.svc) comes last unless
-a Secret declares that server.
+Argo CD's in-cluster default, which no Secret declares, is not among them: the cluster generator
+adds it itself.
 """
 
 from __future__ import annotations
@@ -26,7 +26,6 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from kubectl_gitdrift.appsets.generators import IN_CLUSTER_NAME, IN_CLUSTER_SERVER
 from kubectl_gitdrift.appsets.inputs import AppSetError, Cluster
 from kubectl_gitdrift.errors import SourceError
 from kubectl_gitdrift.model import Body
@@ -116,7 +115,7 @@ def _list_tree(top: Path, sha: str) -> dict[str, tuple[str, str]]:
 
 def clusters(secrets: Iterable[Body], *, namespace: str | None = None) -> list[Cluster]:
     """The clusters Argo CD knows from `secrets` (those of `namespace` when given: the
-    controller's), sorted by name, then the in-cluster default unless a Secret declares it."""
+    controller's), sorted by name."""
     found: list[tuple[str, str, Cluster]] = []
     for secret in secrets:
         metadata = secret.get("metadata") if isinstance(secret, Mapping) else None
@@ -141,10 +140,7 @@ def clusters(secrets: Iterable[Body], *, namespace: str | None = None) -> list[C
         )
         found.append((cluster.name, where, cluster))
     found.sort(key=lambda item: (item[0], item[1]))
-    out = [cluster for _, _, cluster in found]
-    if not any(c.server == IN_CLUSTER_SERVER for c in out):
-        out.append(Cluster(name=IN_CLUSTER_NAME, server=IN_CLUSTER_SERVER, default=True))
-    return out
+    return [cluster for _, _, cluster in found]
 
 
 def _secret_values(secret: Mapping[str, Any], where: str) -> dict[str, str]:

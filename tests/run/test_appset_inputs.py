@@ -41,14 +41,11 @@ def test_git_repo_lists_a_commits_files_and_reads_them_through_symlinks(tmp_path
     assert git_repo.read("https://x/repo.git", "main", "b.txt") == b"two"
 
 
-def test_clusters_add_the_in_cluster_default_only_when_no_secret_declares_it() -> None:
+def test_clusters_are_only_the_secrets_the_in_cluster_default_is_the_generators() -> None:
     found = clusters([_secret("s1", name="prod", server="https://prod", config="{}")])
-    assert [(c.name, c.server, c.default) for c in found] == [
-        ("prod", "https://prod", False),
-        ("in-cluster", "https://kubernetes.default.svc", True),
-    ]
+    assert [(c.name, c.server) for c in found] == [("prod", "https://prod")]
     local = clusters([_secret("s2", name="local", server="https://kubernetes.default.svc")])
-    assert [(c.name, c.default) for c in local] == [("local", False)]
+    assert [(c.name, c.server) for c in local] == [("local", "https://kubernetes.default.svc")]
 
 
 def test_a_secret_value_that_is_not_base64_names_the_secret() -> None:
