@@ -29,7 +29,7 @@ from typing import Any
 from kubectl_gitdrift.appsets.inputs import AppSetError, Cluster
 from kubectl_gitdrift.errors import SourceError
 from kubectl_gitdrift.model import Body
-from kubectl_gitdrift.sources import git
+from kubectl_gitdrift.sources import commits, git
 
 SECRET_TYPE_LABEL = "argocd.argoproj.io/secret-type"
 LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
@@ -50,11 +50,13 @@ class GitRepo:
         self._lock = threading.Lock()
         self._commits: dict[tuple[str, str], tuple[Path, str]] = {}
         self._trees: dict[tuple[Path, str], dict[str, tuple[str, str]]] = {}
+        self._paths: dict[tuple[Path, str], list[str]] = {}  # each tree's, sorted
         self._blobs: dict[tuple[Path, str], bytes] = {}
 
     def paths(self, repo_url: str, revision: str) -> Sequence[str]:
-        _, _, tree = self._tree(repo_url, revision)
-        return sorted(tree)
+        top, sha, _ = self._tree(repo_url, revision)
+        with self._lock:
+            return self._paths[(top, sha)]
 
     def read(self, repo_url: str, revision: str, path: str) -> bytes:
         top, sha, tree = self._tree(repo_url, revision)
@@ -84,9 +86,10 @@ class GitRepo:
         with self._lock:
             tree = self._trees.get(at)
         if tree is None:
-            tree = _list_tree(top, sha)
+            tree = commits.tree(top, sha)
             with self._lock:
                 self._trees[at] = tree
+                self._paths[at] = sorted(tree)
         return top, sha, tree
 
     def _blob(self, top: Path, obj: str) -> bytes:
@@ -97,20 +100,6 @@ class GitRepo:
             with self._lock:
                 self._blobs[(top, obj)] = data
         return data
-
-
-def _list_tree(top: Path, sha: str) -> dict[str, tuple[str, str]]:
-    """Every blob of commit `sha`: path -> (mode, blob id)."""
-    listing = git.run_git(top, "ls-tree", "-r", "-z", "--full-tree", sha).stdout
-    out: dict[str, tuple[str, str]] = {}
-    for record in listing.split(b"\0"):
-        if not record:
-            continue
-        meta, _, raw_path = record.partition(b"\t")
-        mode, kind, obj = meta.decode("ascii").split(" ")
-        if kind == "blob":
-            out[raw_path.decode("utf-8", "surrogateescape")] = (mode, obj)
-    return out
 
 
 def clusters(secrets: Iterable[Body], *, namespace: str | None = None) -> list[Cluster]:

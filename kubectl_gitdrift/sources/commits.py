@@ -25,14 +25,21 @@ _IDENT = ("kubectl-gitdrift", "kubectl-gitdrift@localhost")
 
 def files(top: Path, sha: str) -> list[tuple[str, str]]:
     """(path, blob id) of every file of commit `sha`, sorted by path (submodules left out)."""
+    return sorted((path, obj) for path, (_, obj) in tree(top, sha).items())
+
+
+def tree(top: Path, sha: str) -> dict[str, tuple[str, str]]:
+    """Every file of commit `sha` (submodules left out): path -> (mode, blob id), the mode
+    telling a symlink (120000) from a file."""
     listing = git.run_git(top, "ls-tree", "-r", "-z", "--full-tree", sha).stdout
-    out = []
+    out: dict[str, tuple[str, str]] = {}
     for record in listing.split(b"\0"):
         meta, _, raw = record.partition(b"\t")
         fields = meta.split()
         if len(fields) == 3 and fields[1] == b"blob":
-            out.append((raw.decode("utf-8", "surrogateescape"), fields[2].decode("ascii")))
-    return sorted(out)
+            path = raw.decode("utf-8", "surrogateescape")
+            out[path] = (fields[0].decode("ascii"), fields[2].decode("ascii"))
+    return out
 
 
 def read_blobs(top: Path, ids: Iterable[str]) -> dict[str, bytes]:
