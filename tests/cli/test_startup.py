@@ -16,6 +16,7 @@ from tests.conftest import ROOT, TESTDATA
 from tests.support.apiserver import (
     ServerFactory,
     kube_apiserver,  # noqa: F401 - the fixture
+    live_args,
 )
 
 INCIDENT = TESTDATA / "incident"
@@ -193,16 +194,7 @@ def test_live_run_imports_the_cluster_client_and_nothing_it_does_not_use(
     items = yaml.safe_load((INCIDENT / "snapshot.yaml").read_text())["items"]
     server = kube_apiserver(items)
     repo = Path(build_repo(INCIDENT / "repo-src"))
-    code, modules = imported(
-        "guestbook",
-        "--kubeconfig",
-        str(server.kubeconfig_path),
-        "--repo-root",
-        str(repo),
-        "--no-entry-points",
-        "-o",
-        fmt,
-    )
+    code, modules = imported(*live_args("guestbook", server, repo, "-o", fmt))
     assert code == 1  # the incident's drift
     assert {"kr8s", "httpx", "kubectl_gitdrift.live.cluster"} <= modules
     assert _present(modules, LIVE_ABSENT + also_absent) == []
@@ -236,16 +228,7 @@ def test_live_run_imports_a_bounded_set_beyond_the_cluster_client(
     items = yaml.safe_load((INCIDENT / "snapshot.yaml").read_text())["items"]
     server = kube_apiserver(items)
     repo = Path(build_repo(INCIDENT / "repo-src"))
-    code, modules = imported(
-        "guestbook",
-        "--kubeconfig",
-        str(server.kubeconfig_path),
-        "--repo-root",
-        str(repo),
-        "--no-entry-points",
-        "-o",
-        "json",
-    )
+    code, modules = imported(*live_args("guestbook", server, repo, "-o", "json"))
     assert code == 1
     assert "kubectl_gitdrift.live.context" in modules  # the drift's context was read after
     beyond = modules - _cluster_client_modules()
