@@ -32,6 +32,7 @@ import yaml
 
 from kubectl_gitdrift import __version__
 from tests.conftest import ROOT, TESTDATA, load_script
+from tests.support.completion import bash_complete, fake_cli_env, fish_complete
 
 PY = f"{sys.version_info.major}.{sys.version_info.minor}"
 LOCK = ROOT / "dist.lock"
@@ -422,29 +423,8 @@ def test_fish_script_completes(tmp_path: Path) -> None:
 
     fish = shutil.which("fish")
     assert fish is not None, "the tests need fish (tools/test_prereqs.sh installs it)"
-    fake = tmp_path / "kubectl-gitdrift"
-    fake.write_text(
-        f"#!/bin/sh\nexec {sys.executable} -c 'import sys; from kubectl_gitdrift.cli import "
-        'completion; sys.exit(completion.main(sys.argv[2:], sys.stdout, sys.stderr))\' "$@"\n'
-    )
-    fake.chmod(0o755)
-    script = tmp_path / "gitdrift.fish"
-    script.write_text(completion.script("fish", "kubectl gitdrift"))
-    probe = (
-        f"source {script}\n"
-        "complete -C 'kubectl-gitdrift -o '\n"
-        "echo SEP\n"
-        "complete -C 'kubectl-gitdrift --show-s'\n"
-    )
-    env = {
-        **os.environ,
-        "PATH": f"{tmp_path}{os.pathsep}{os.environ['PATH']}",
-        "HOME": str(tmp_path),
-        "XDG_CONFIG_HOME": str(tmp_path / "config"),
-    }
-    result = subprocess.run(
-        [fish, "--no-config", "-c", probe], capture_output=True, text=True, env=env, check=False
-    )
+    env = fake_cli_env(tmp_path, HOME=str(tmp_path), XDG_CONFIG_HOME=str(tmp_path / "config"))
+    result = fish_complete(fish, tmp_path, env, "kubectl-gitdrift -o ", "kubectl-gitdrift --show-s")
     assert result.returncode == 0, result.stderr
     formats, _, flags = result.stdout.partition("SEP\n")
 
@@ -457,31 +437,15 @@ def test_fish_script_completes(tmp_path: Path) -> None:
 
 def test_bash_script_completes(tmp_path: Path) -> None:
     """Source the bash script with a kubectl-gitdrift on PATH and complete a line."""
-    from kubectl_gitdrift.cli import completion
-
     bash = shutil.which("bash")
     if bash is None:
         pytest.skip("no bash")
-    fake = tmp_path / "kubectl-gitdrift"
-    fake.write_text(
-        f"#!/bin/sh\nexec {sys.executable} -c 'import sys; from kubectl_gitdrift.cli import "
-        'completion; sys.exit(completion.main(sys.argv[2:], sys.stdout, sys.stderr))\' "$@"\n'
-    )
-    fake.chmod(0o755)
-    script = tmp_path / "gitdrift.bash"
-    script.write_text(completion.script("bash", "kubectl gitdrift"))
-    probe = (
-        f"source {script}\n"
-        'COMP_LINE="kubectl-gitdrift --output=y"; COMP_POINT=${#COMP_LINE}\n'
-        "COMP_WORDS=(kubectl-gitdrift --output = y); COMP_CWORD=3\n"
-        '_gitdrift_direct; printf "%s\\n" "${COMPREPLY[@]}"\n'
-        'COMP_LINE="kubectl-gitdrift --show-s"; COMP_POINT=${#COMP_LINE}\n'
-        "COMP_WORDS=(kubectl-gitdrift --show-s); COMP_CWORD=1\n"
-        '_gitdrift_direct; printf "%s\\n" "${COMPREPLY[@]}"\n'
-    )
-    env = {**os.environ, "PATH": f"{tmp_path}{os.pathsep}{os.environ['PATH']}"}
-    result = subprocess.run(
-        [bash, "--norc", "-c", probe], capture_output=True, text=True, env=env, check=False
+    result = bash_complete(
+        bash,
+        tmp_path,
+        fake_cli_env(tmp_path),
+        ("kubectl-gitdrift --output=y", "kubectl-gitdrift --output = y"),
+        ("kubectl-gitdrift --show-s", "kubectl-gitdrift --show-s"),
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.splitlines() == ["yaml", "--show-suppressed"]

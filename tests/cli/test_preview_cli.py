@@ -5,10 +5,7 @@ exit codes, and end to end on a real two-commit repository (testdata/preview/cli
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -22,6 +19,7 @@ from kubectl_gitdrift.present import preview as present
 from tests.cli.test_startup import ENGINE, THIRD_PARTY, _present, imported
 from tests.conftest import TESTDATA, Result
 from tests.present.test_preview import nothing, sample
+from tests.support.completion import bash_complete, fake_cli_env, fish_complete
 
 Run = Callable[..., Result]
 REPO_SRC = TESTDATA / "preview" / "cli" / "repo-src"
@@ -221,36 +219,16 @@ def test_completion_knows_preview_and_its_flags(repo: Path) -> None:
     )
 
 
-def _fake_cli(tmp_path: Path) -> dict[str, str]:
-    fake = tmp_path / "kubectl-gitdrift"
-    fake.write_text(
-        f"#!/bin/sh\nexec {sys.executable} -c 'import sys; from kubectl_gitdrift.cli import "
-        'completion; sys.exit(completion.main(sys.argv[2:], sys.stdout, sys.stderr))\' "$@"\n'
-    )
-    fake.chmod(0o755)
-    return {**os.environ, "PATH": f"{tmp_path}{os.pathsep}{os.environ['PATH']}"}
-
-
 def test_bash_completes_preview(tmp_path: Path) -> None:
     bash = shutil.which("bash")
     assert bash is not None
-    env = _fake_cli(tmp_path)
-    script = tmp_path / "gitdrift.bash"
-    script.write_text(completion.script("bash", "kubectl gitdrift"))
-    probe = (
-        f"source {script}\n"
-        'COMP_LINE="kubectl-gitdrift pre"; COMP_POINT=${#COMP_LINE}\n'
-        "COMP_WORDS=(kubectl-gitdrift pre); COMP_CWORD=1\n"
-        '_gitdrift_direct; printf "%s\\n" "${COMPREPLY[@]}"\n'
-        'COMP_LINE="kubectl-gitdrift preview --spl"; COMP_POINT=${#COMP_LINE}\n'
-        "COMP_WORDS=(kubectl-gitdrift preview --spl); COMP_CWORD=2\n"
-        '_gitdrift_direct; printf "%s\\n" "${COMPREPLY[@]}"\n'
-        'COMP_LINE="kubectl-gitdrift preview -o m"; COMP_POINT=${#COMP_LINE}\n'
-        "COMP_WORDS=(kubectl-gitdrift preview -o m); COMP_CWORD=3\n"
-        '_gitdrift_direct; printf "%s\\n" "${COMPREPLY[@]}"\n'
-    )
-    result = subprocess.run(
-        [bash, "--norc", "-c", probe], capture_output=True, text=True, env=env, check=False
+    result = bash_complete(
+        bash,
+        tmp_path,
+        fake_cli_env(tmp_path),
+        ("kubectl-gitdrift pre", "kubectl-gitdrift pre"),
+        ("kubectl-gitdrift preview --spl", "kubectl-gitdrift preview --spl"),
+        ("kubectl-gitdrift preview -o m", "kubectl-gitdrift preview -o m"),
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.splitlines() == ["preview", "--split", "markdown"]
@@ -259,17 +237,9 @@ def test_bash_completes_preview(tmp_path: Path) -> None:
 def test_fish_completes_preview(tmp_path: Path) -> None:
     fish = shutil.which("fish")
     assert fish is not None, "the tests need fish (tools/test_prereqs.sh installs it)"
-    env = {**_fake_cli(tmp_path), "HOME": str(tmp_path), "XDG_CONFIG_HOME": str(tmp_path / "c")}
-    script = tmp_path / "gitdrift.fish"
-    script.write_text(completion.script("fish", "kubectl gitdrift"))
-    probe = (
-        f"source {script}\n"
-        "complete -C 'kubectl-gitdrift preview -o '\n"
-        "echo SEP\n"
-        "complete -C 'kubectl-gitdrift preview --max'\n"
-    )
-    result = subprocess.run(
-        [fish, "--no-config", "-c", probe], capture_output=True, text=True, env=env, check=False
+    env = fake_cli_env(tmp_path, HOME=str(tmp_path), XDG_CONFIG_HOME=str(tmp_path / "c"))
+    result = fish_complete(
+        fish, tmp_path, env, "kubectl-gitdrift preview -o ", "kubectl-gitdrift preview --max"
     )
     assert result.returncode == 0, result.stderr
     formats, _, flags = result.stdout.partition("SEP\n")

@@ -16,6 +16,7 @@ from tests.conftest import ROOT, TESTDATA
 from tests.support.apiserver import (
     ServerFactory,
     kube_apiserver,  # noqa: F401 - the fixture
+    live_args,
 )
 
 INCIDENT = TESTDATA / "incident"
@@ -175,6 +176,20 @@ LIVE_ABSENT = (
 )
 
 
+def _live_incident(
+    build_repo,  # type: ignore[no-untyped-def]
+    start: ServerFactory,
+    fmt: str,
+) -> tuple[int, set[str]]:
+    """`imported` for a live `-o FMT` run of the incident against a loopback API server."""
+    import yaml
+
+    items = yaml.safe_load((INCIDENT / "snapshot.yaml").read_text())["items"]
+    server = start(items)
+    repo = Path(build_repo(INCIDENT / "repo-src"))
+    return imported(*live_args("guestbook", server, repo, "-o", fmt))
+
+
 @pytest.mark.cluster
 @pytest.mark.parametrize(
     ("fmt", "also_absent"),
@@ -188,21 +203,7 @@ def test_live_run_imports_the_cluster_client_and_nothing_it_does_not_use(
 ) -> None:
     """A live run (issue 18): kr8s, and none of what the offline run leaves out but the
     cluster client; `-o text` imports the table module while the LISTs are out."""
-    import yaml
-
-    items = yaml.safe_load((INCIDENT / "snapshot.yaml").read_text())["items"]
-    server = kube_apiserver(items)
-    repo = Path(build_repo(INCIDENT / "repo-src"))
-    code, modules = imported(
-        "guestbook",
-        "--kubeconfig",
-        str(server.kubeconfig_path),
-        "--repo-root",
-        str(repo),
-        "--no-entry-points",
-        "-o",
-        fmt,
-    )
+    code, modules = _live_incident(build_repo, kube_apiserver, fmt)
     assert code == 1  # the incident's drift
     assert {"kr8s", "httpx", "kubectl_gitdrift.live.cluster"} <= modules
     assert _present(modules, LIVE_ABSENT + also_absent) == []
@@ -231,21 +232,7 @@ def test_live_run_imports_a_bounded_set_beyond_the_cluster_client(
     incident (a drift whose Events and HPAs are read after the compare) imports at most 140 of
     gitdrift's modules and 230 modules in all (131 and 185 when this was written). A module
     that starts being imported at the top of a shared one shows here first."""
-    import yaml
-
-    items = yaml.safe_load((INCIDENT / "snapshot.yaml").read_text())["items"]
-    server = kube_apiserver(items)
-    repo = Path(build_repo(INCIDENT / "repo-src"))
-    code, modules = imported(
-        "guestbook",
-        "--kubeconfig",
-        str(server.kubeconfig_path),
-        "--repo-root",
-        str(repo),
-        "--no-entry-points",
-        "-o",
-        "json",
-    )
+    code, modules = _live_incident(build_repo, kube_apiserver, "json")
     assert code == 1
     assert "kubectl_gitdrift.live.context" in modules  # the drift's context was read after
     beyond = modules - _cluster_client_modules()

@@ -28,6 +28,7 @@ from tests.support.apiserver import (
     KubeAPIServer,
     ServerFactory,
     kube_apiserver,  # noqa: F401 - the fixture
+    live_args,
 )
 from tests.support.apiserver.discovery import ResourceType
 
@@ -54,15 +55,7 @@ def incident(kube_apiserver: ServerFactory) -> KubeAPIServer:  # noqa: F811
 
 
 def args(server: KubeAPIServer, repo: Path, *extra: str) -> list[str]:
-    return [
-        "guestbook",
-        "--kubeconfig",
-        str(server.kubeconfig_path),
-        "--repo-root",
-        str(repo),
-        "--no-entry-points",
-        *extra,
-    ]
+    return live_args("guestbook", server, repo, *extra)
 
 
 def discovery_paths(server: KubeAPIServer) -> list[str]:

@@ -29,6 +29,7 @@ from tests.conftest import (
     text_without_run_context,
     without_run_context,
 )
+from tests.support import apiserver
 from tests.support.apiserver import (
     AccessRule,
     Identity,
@@ -70,17 +71,7 @@ def incident(kube_apiserver: ServerFactory) -> KubeAPIServer:  # noqa: F811
 
 
 def live_args(server: KubeAPIServer, repo: Path, *extra: str, context: str = "") -> list[str]:
-    return [
-        "guestbook",
-        "--kubeconfig",
-        str(server.kubeconfig_path),
-        "--context",
-        context or server.context,
-        "--repo-root",
-        str(repo),
-        "--no-entry-points",
-        *extra,
-    ]
+    return apiserver.live_args("guestbook", server, repo, *extra, context=context or server.context)
 
 
 def offline_args(snapshot: Path, repo: Path, *extra: str) -> list[str]:

@@ -31,6 +31,7 @@ from tests.support.apiserver import (
     ServerFactory,
     controller_rbac,
     kube_apiserver,  # noqa: F401 - the fixture
+    live_args,
 )
 
 pytestmark = [
@@ -71,20 +72,6 @@ def _objects(*, label: str = "", repo_server: bool = True, revision: str = "") -
         "data": {},
     }
     return [*items, cm, *controller_rbac()]
-
-
-def _args(server: KubeAPIServer, repo: Path, *extra: str) -> list[str]:
-    return [
-        "istio-gateway",
-        "--kubeconfig",
-        str(server.kubeconfig_path),
-        "--repo-root",
-        str(repo),
-        "--no-entry-points",
-        "-o",
-        "json",
-        *extra,
-    ]
 
 
 def _commit(repo: Path, rel: str, old: str, new: str) -> None:
@@ -130,7 +117,7 @@ def test_the_image_chooses_helm_3_with_one_get(
     tmp_path: Path,
 ) -> None:
     server = kube_apiserver(_objects())
-    result = run_cli(_args(server, repo))
+    result = run_cli(live_args("istio-gateway", server, repo, "-o", "json"))
     assert result.exit_code == ExitCode.OK, result.stderr
     assert _app(result)["sync"]["status"] == "Synced"
     assert "rendered with helm v3.17.3 (Argo CD v3.1 bundles helm v3.18.4)" in _app(result)["notes"]
@@ -187,11 +174,11 @@ def test_the_label_or_the_flag_decide_without_a_get(
     run_cli: Callable[..., Result],
 ) -> None:
     server = kube_apiserver(_objects(label="v3.1.5"))
-    result = run_cli(_args(server, repo))
+    result = run_cli(live_args("istio-gateway", server, repo, "-o", "json"))
     assert result.exit_code == ExitCode.OK, result.stderr
     assert "rendered with helm v3.17.3 (Argo CD v3.1 bundles helm v3.18.4)" in _app(result)["notes"]
     flagged = kube_apiserver(_objects())
-    result = run_cli(_args(flagged, repo, "--helm-version", "3"))
+    result = run_cli(live_args("istio-gateway", flagged, repo, "-o", "json", "--helm-version", "3"))
     assert result.exit_code == ExitCode.OK, result.stderr
     assert "rendered with helm v3.17.3 (--helm-version 3)" in _app(result)["notes"]
     assert _gets(server) == _gets(flagged) == []
@@ -217,7 +204,7 @@ def test_a_repo_server_that_cannot_be_read_is_the_default_helm_and_says_why(
     server = kube_apiserver(_objects(repo_server=fault is not None, revision=head))
     if fault is not None:
         server.inject("GET", DEPLOYMENT_PATH + "$", fault, times=None)
-    result = run_cli(_args(server, repo))
+    result = run_cli(live_args("istio-gateway", server, repo, "-o", "json"))
     assert result.exit_code == ExitCode.OK, result.stderr
     helm = tools.helm_version(tools.helm_binary(Settings.from_environ()) or "")
     note = (

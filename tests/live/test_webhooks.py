@@ -23,6 +23,7 @@ from tests.support.apiserver import (
     ServerFactory,
     controller_rbac,
     kube_apiserver,  # noqa: F401 - the fixture
+    live_args,
 )
 
 pytestmark = [pytest.mark.cluster]
@@ -58,20 +59,6 @@ def repo(build_repo) -> Path:  # type: ignore[no-untyped-def]
     return Path(build_repo(SCENARIO / "repo-src"))
 
 
-def live_args(server: KubeAPIServer, repo: Path, *extra: str) -> list[str]:
-    return [
-        "demo-web",
-        "--kubeconfig",
-        str(server.kubeconfig_path),
-        "--context",
-        server.context,
-        "--repo-root",
-        str(repo),
-        "--no-entry-points",
-        *extra,
-    ]
-
-
 def without_mode(text: str) -> Obj:
     """The report without its mode and the note on how the controller's can-i was answered
     (live by SubjectAccessReview, offline by the snapshot's RBAC objects)."""
@@ -91,7 +78,7 @@ def test_live_reads_the_webhook_configurations_and_agrees_with_offline(
     tmp_path: Path,
 ) -> None:
     server = kube_apiserver(objects())
-    live = run_cli(live_args(server, repo, "-o", "json"))
+    live = run_cli(live_args("demo-web", server, repo, "-o", "json", context=server.context))
     assert live.exit_code == ExitCode.DRIFT, live.stderr
     (app,) = json.loads(live.stdout)["applications"]
     (finding,) = [f for f in app["findings"] if f["code"] == "admission-mutation"]
@@ -145,7 +132,7 @@ def test_a_forbidden_webhook_list_is_a_note(
         ),
     )
     server = kube_apiserver(objects(), identities=[viewer])
-    result = run_cli(live_args(server, repo, "-o", "json"))
+    result = run_cli(live_args("demo-web", server, repo, "-o", "json", context=server.context))
     assert result.exit_code == ExitCode.DRIFT, result.stderr  # not an error, not Unknown
     (app,) = json.loads(result.stdout)["applications"]
     assert app["sync"]["status"] == "OutOfSync"
@@ -167,6 +154,6 @@ def test_an_app_argo_cd_reports_synced_does_not_list_them(
     for res in app["status"]["resources"]:
         res["status"] = "Synced"
     server = kube_apiserver(state)
-    result = run_cli(live_args(server, repo, "-o", "json"))
+    result = run_cli(live_args("demo-web", server, repo, "-o", "json", context=server.context))
     assert result.exit_code == ExitCode.DRIFT, result.stderr
     assert webhook_lists(server) == []

@@ -122,6 +122,18 @@ def kube_apiserver() -> Iterator[ServerFactory]:
         yield start
 
 
+def live_args(
+    app: str, server: KubeAPIServer, repo: Path, *extra: str, context: str | None = None
+) -> list[str]:
+    """The command line of a live run of ``app`` against ``server`` with ``repo`` as the repo
+    root and no entry-point plugins: ``--context`` only when ``context`` is given, ``extra``
+    last."""
+    args = [app, "--kubeconfig", str(server.kubeconfig_path)]
+    if context is not None:
+        args += ["--context", context]
+    return [*args, "--repo-root", str(repo), "--no-entry-points", *extra]
+
+
 __all__ = [
     "CONTROLLER_RBAC",
     "REFERENCE_DIR",
@@ -139,6 +151,7 @@ __all__ = [
     "default_identities",
     "encode_continue",
     "kube_apiserver",
+    "live_args",
     "load_objects",
     "serve",
     "server_factory",
