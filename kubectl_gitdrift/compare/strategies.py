@@ -60,6 +60,13 @@ def resource_option(body: Mapping[str, Any] | None, option: str) -> bool:
     return has_option(_sync_options_value(body), option)
 
 
+def respects_ignores(policy: model.SyncPolicy, desired: Mapping[str, Any] | None) -> bool:
+    """A sync applies this object keeping its ignored fields' live values: the app's or the
+    object's own sync-options say RespectIgnoreDifferences=true."""
+    option = "RespectIgnoreDifferences=true"
+    return policy.has_option(option) or resource_option(desired, option)
+
+
 def _sync_options_value(body: Mapping[str, Any] | None) -> Any:
     metadata = (body or {}).get("metadata")
     annotations = metadata.get("annotations") if isinstance(metadata, Mapping) else None
@@ -127,5 +134,6 @@ __all__ = [
     "for_resource",
     "has_option",
     "resource_option",
+    "respects_ignores",
     "sync_options",
 ]

@@ -239,7 +239,7 @@ def _ignored(drift: model.Drift, policy: model.SyncPolicy, out: list[model.SyncE
     """Ignored fields git sets: any sync that applies the object writes git's value back,
     unless RespectIgnoreDifferences=true (Argo CD then copies the live value into what it
     applies), or ApplyOutOfSyncOnly=true and the object is otherwise Synced (not applied)."""
-    if _respects_ignores(drift, policy):
+    if strategies.respects_ignores(policy, drift.desired):
         return
     if policy.has_option("ApplyOutOfSyncOnly=true") and drift.status is not (
         model.ResourceStatus.OUT_OF_SYNC
@@ -254,12 +254,6 @@ def _ignored(drift: model.Drift, policy: model.SyncPolicy, out: list[model.SyncE
             continue  # git does not set it: the apply leaves it alone
         owner = change.owner or attribution.owner_of(change, live)
         out.append(_effect(drift.key, change, owner))
-
-
-def _respects_ignores(drift: model.Drift, policy: model.SyncPolicy) -> bool:
-    if policy.has_option("RespectIgnoreDifferences=true"):
-        return True
-    return strategies.resource_option(drift.desired, "RespectIgnoreDifferences=true")
 
 
 def _effect(

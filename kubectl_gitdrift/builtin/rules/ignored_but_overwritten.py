@@ -22,7 +22,7 @@ def check(ctx: RuleContext) -> Iterator[Finding]:
     for drift in ctx.drifts:
         if drift.live is None or drift.desired is None or not drift.suppressed:
             continue
-        if _respects_ignores(ctx, drift):
+        if strategies.respects_ignores(ctx.app.sync_policy, drift.desired):
             continue
         for hidden in drift.suppressed:
             change = hidden.change
@@ -73,10 +73,3 @@ def check(ctx: RuleContext) -> Iterator[Finding]:
                     "the field from git"
                 ),
             )
-
-
-def _respects_ignores(ctx: RuleContext, drift: model.Drift) -> bool:
-    if ctx.app.sync_policy.has_option("RespectIgnoreDifferences=true"):
-        return True
-    # one of the comma-separated options, as Argo CD's HasAnnotationOption reads them
-    return strategies.resource_option(drift.desired, "RespectIgnoreDifferences=true")
