@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kubectl_gitdrift import model
+from kubectl_gitdrift.live import fingerprints
 from kubectl_gitdrift.live.discovery import Discovery, Kind
 from kubectl_gitdrift.live.transport import Transport, Unreadable, status_message
 
@@ -179,9 +180,6 @@ RBAC_KINDS = (
 WEBHOOK_KINDS = (("admissionregistration.k8s.io", "MutatingWebhookConfiguration"),)
 
 
-LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
-
-
 def for_diagnosis(item: dict[str, Any]) -> dict[str, Any]:
     """A listed context object as the diagnosis reads it: a webhook configuration
     (WEBHOOK_KINDS) without its webhooks' caBundle (nor the last-applied-configuration that
@@ -193,7 +191,9 @@ def for_diagnosis(item: dict[str, Any]) -> dict[str, Any]:
     out = dict(item)
     metadata = out.get("metadata")
     if isinstance(metadata, Mapping) and isinstance(metadata.get("annotations"), Mapping):
-        annotations = {k: v for k, v in metadata["annotations"].items() if k != LAST_APPLIED}
+        annotations = {
+            k: v for k, v in metadata["annotations"].items() if k != fingerprints.LAST_APPLIED
+        }
         out["metadata"] = {**metadata, "annotations": annotations}
     hooks = out.get("webhooks")
     if isinstance(hooks, list):
