@@ -137,17 +137,17 @@ def build(
     own_helm = bool(helm and _local_helm_command(build_options))  # the build options' own
     key = None
     chosen: tools.HelmChoice | None = None
-    walked: Closure | None = None  # the walk the cache key needed, reused by the build
+    walked: tuple[str, Closure] | None = None  # the walk the cache key needed (from where)
     if cache is not None and revision:
         parts: list[Any] | None = [
             "kustomize", revision, app_path, options or {}, env or {}, list(build_options),
             tools.kustomize_identity(), limit,
         ]  # fmt: skip
         if helm and not own_helm:  # the helm that inflates its helmCharts is in the render
-            walked = _walk(tree, app_path)
+            walked = _walk(tree, app_path.strip("/") or ".")
             if walked is None:
                 parts = None  # not walkable: the build below says why
-            elif walked.helm:
+            elif walked[1].helm:
                 chosen = choose()
                 parts = [*(parts or ()), chosen.binary, tools.helm_version(chosen.binary or "")]
         key = cache.key(*parts) if parts is not None else None
@@ -172,9 +172,7 @@ def build(
     )
     check_inside(tree, kdir)
     start = tree_rel(kdir, tree) if kdir != tree else "."
-    if walked is None or (app_path.strip("/") or ".") != start:
-        walked = Closure.walk(tree, start)
-    closure = walked
+    closure = walked[1] if walked is not None and walked[0] == start else Closure.walk(tree, start)
     if closure.helm and not helm:
         # kustomize refuses before it downloads anything: say that first, not --offline
         raise SourceError(
@@ -196,7 +194,6 @@ def build(
         if annotate or edited != kustomization or helm:
             workdir.mkdir(parents=True, exist_ok=True)
             copy = Path(tempfile.mkdtemp(prefix="kustomize-", dir=workdir))
-            start = tree_rel(kdir, tree) if kdir != tree else "."
             added = [
                 posixpath.normpath(posixpath.join(start, entry))
                 for field in ("resources", "components")
@@ -244,11 +241,12 @@ def build(
     return manifests
 
 
-def _walk(tree: Path, app_path: str) -> Closure | None:
-    """The closure of the kustomization at `app_path`, whose helmCharts (Closure.helm) go into
-    the cache key; None when the walk fails (the build then fails with the reason)."""
+def _walk(tree: Path, start: str) -> tuple[str, Closure] | None:
+    """The closure of the kustomization in `start` (and `start`, for the build to reuse it),
+    whose helmCharts (Closure.helm) go into the cache key; None when the walk fails (the build
+    then fails with the reason)."""
     try:
-        return Closure.walk(tree, app_path.strip("/") or ".")
+        return start, Closure.walk(tree, start)
     except (SourceError, OSError):
         return None
 
